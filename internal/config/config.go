@@ -1,0 +1,83 @@
+// Package config reads typed settings from environment variables, collecting every
+// bad value so a misconfigured process reports all of them at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Env reads settings from a getenv function (os.Getenv in mains, a map in tests).
+type Env struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// New returns an Env reading from getenv.
+func New(getenv func(string) string) *Env {
+	return &Env{getenv: getenv}
+}
+
+// String returns the variable, or def when it is unset or empty.
+func (e *Env) String(key, def string) string {
+	if v := strings.TrimSpace(e.getenv(key)); v != "" {
+		return v
+	}
+	return def
+}
+
+// Required returns the variable and records an error when it is missing.
+func (e *Env) Required(key string) string {
+	v := e.String(key, "")
+	if v == "" {
+		e.errs = append(e.errs, fmt.Errorf("%s is required", key))
+	}
+	return v
+}
+
+// Int returns the variable as a positive integer, or def.
+func (e *Env) Int(key string, def int) int {
+	v := e.String(key, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive integer", key, v))
+		return def
+	}
+	return n
+}
+
+// Duration returns the variable as a positive Go duration ("25s", "1m"), or def.
+func (e *Env) Duration(key string, def time.Duration) time.Duration {
+	v := e.String(key, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive duration such as 25s", key, v))
+		return def
+	}
+	return d
+}
+
+// List returns the comma-separated variable, or def split the same way.
+func (e *Env) List(key, def string) []string {
+	var out []string
+	for _, s := range strings.Split(e.String(key, def), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Err reports every invalid or missing variable seen so far.
+func (e *Env) Err() error {
+	return errors.Join(e.errs...)
+}

@@ -1,0 +1,63 @@
+// Package database opens the PostgreSQL pool and applies the embedded migrations.
+package database
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/orderflow/orderflow/migrations"
+)
+
+// Open connects a pool and pings it, so a wrong URL fails at start, not at first use.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// Migrate applies every pending migration. A Postgres advisory lock makes concurrent
+// callers (api and worker starting together) take turns.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	for _, r := range results {
+		logger.InfoContext(ctx, "migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration.String())
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	logger.InfoContext(ctx, "schema up to date", "version", v)
+	return nil
+}

@@ -1,0 +1,385 @@
+// Package paysim is a payment provider SANDBOX for development and tests: a Stripe-like
+// HTTP API that honours idempotency keys the way a real provider does, declines by
+// card token, and injects the faults that cause double charges elsewhere (latency,
+// 5xx, and "charge, then fail the response"). It keeps its ledger in memory and lists
+// it, so a test can count the charges made for a key.
+package paysim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// declined reports the card tokens that the sandbox declines, as Stripe's test
+// tokens are.
+func declined(token string) bool {
+	switch token {
+	case "pm_card_chargeDeclined", "pm_card_visa_chargeDeclined", "tok_chargeDeclined",
+		"pm_card_chargeDeclinedInsufficientFunds":
+		return true
+	}
+	return false
+}
+
+// Faults are injected into the next requests. Counters go down by one per request
+// they affect.
+type Faults struct {
+	// LatencyMS delays every charge and refund, after the key is claimed.
+	LatencyMS int `json:"latency_ms"`
+	// FailBefore answers the next N charge/refund requests 500 without doing anything.
+	FailBefore int `json:"fail_before"`
+	// FailAfter makes the next N charges, then answers 500 (the stored result is the
+	// success, so a retry with the same key gets it).
+	FailAfter int `json:"fail_after"`
+	// DropAfter makes the next N charges, then drops the connection unanswered.
+	DropAfter int `json:"drop_after"`
+}
+
+// Charge is the sandbox's charge object; IdempotencyKey is a sandbox extension that
+// lets tests count charges per key.
+type Charge struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Amount         int64             `json:"amount"`
+	AmountRefunded int64             `json:"amount_refunded"`
+	Currency       string            `json:"currency"`
+	Status         string            `json:"status"`
+	Paid           bool              `json:"paid"`
+	Refunded       bool              `json:"refunded"`
+	Created        int64             `json:"created"`
+	Metadata       map[string]string `json:"metadata"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+}
+
+// Refund is the sandbox's refund object.
+type Refund struct {
+	ID             string `json:"id"`
+	Object         string `json:"object"`
+	Charge         string `json:"charge"`
+	Amount         int64  `json:"amount"`
+	Status         string `json:"status"`
+	Created        int64  `json:"created"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// stored is the saved result of the first request with an idempotency key.
+type stored struct {
+	params string
+	done   bool
+	status int
+	body   []byte
+}
+
+// Server is the sandbox.
+type Server struct {
+	logger  *slog.Logger
+	mu      sync.Mutex
+	keys    map[string]*stored
+	charges []*Charge
+	refunds []*Refund
+	faults  Faults
+}
+
+// New returns a sandbox with the given initial faults.
+func New(logger *slog.Logger, faults Faults) *Server {
+	return &Server{logger: logger, keys: map[string]*stored{}, faults: faults}
+}
+
+// Handler returns the sandbox's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/charges", s.createCharge)
+	mux.HandleFunc("POST /v1/refunds", s.createRefund)
+	mux.HandleFunc("GET /v1/charges", s.listCharges)
+	mux.HandleFunc("GET /v1/refunds", s.listRefunds)
+	mux.HandleFunc("GET /sandbox/faults", s.getFaults)
+	mux.HandleFunc("PUT /sandbox/faults", s.putFaults)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	return mux
+}
+
+// SetFaults replaces the injected faults.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}
+
+// Charges returns the charges made with an idempotency key ("" for all).
+func (s *Server) Charges(key string) []Charge {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Charge
+	for _, c := range s.charges {
+		if key == "" || c.IdempotencyKey == key {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+type failure int
+
+const (
+	noFault failure = iota
+	failResponse
+	dropConnection
+)
+
+// takeFaults consumes the faults that apply to one request.
+func (s *Server) takeFaults(isCharge bool) (latency time.Duration, before bool, after failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	latency = time.Duration(s.faults.LatencyMS) * time.Millisecond
+	if s.faults.FailBefore > 0 {
+		s.faults.FailBefore--
+		return latency, true, noFault
+	}
+	if isCharge && s.faults.FailAfter > 0 {
+		s.faults.FailAfter--
+		return latency, false, failResponse
+	}
+	if isCharge && s.faults.DropAfter > 0 {
+		s.faults.DropAfter--
+		return latency, false, dropConnection
+	}
+	return latency, false, noFault
+}
+
+// idempotent runs op at most once per Idempotency-Key and replays its stored answer.
+// Same key with other parameters: 400; same key while the first is running: 409.
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params string, isCharge bool, op func(key string) (int, any)) {
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 255 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "idempotency_key_too_long", "Idempotency-Key is longer than 255 characters")
+		return
+	}
+	params = r.URL.Path + "?" + params
+	var rec *stored
+	if key != "" {
+		s.mu.Lock()
+		rec = s.keys[key]
+		switch {
+		case rec != nil && rec.params != params:
+			s.mu.Unlock()
+			writeError(w, http.StatusBadRequest, "idempotency_error", "idempotency_key_reused",
+				"Keys for idempotent requests can only be used with the same parameters they were first used with.")
+			return
+		case rec != nil && !rec.done:
+			s.mu.Unlock()
+			writeError(w, http.StatusConflict, "idempotency_error", "idempotency_key_in_use",
+				"There is currently another in-progress request using this Idempotency-Key.")
+			return
+		case rec != nil:
+			s.mu.Unlock()
+			w.Header().Set("Idempotent-Replayed", "true")
+			writeRaw(w, rec.status, rec.body)
+			return
+		}
+		rec = &stored{params: params}
+		s.keys[key] = rec
+		s.mu.Unlock()
+	}
+
+	latency, failBefore, after := s.takeFaults(isCharge)
+	if failBefore {
+		s.forget(key)
+		writeError(w, http.StatusInternalServerError, "api_error", "sandbox_fault", "injected failure before processing")
+		return
+	}
+	// The provider keeps working when the client gives up: that is what makes a
+	// timeout ambiguous.
+	time.Sleep(latency)
+
+	status, v := op(key)
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":{"type":"api_error","message":"encode"}}`)
+	}
+	if rec != nil {
+		s.mu.Lock()
+		rec.done, rec.status, rec.body = true, status, body
+		s.mu.Unlock()
+	}
+	switch after {
+	case failResponse:
+		s.logger.Info("sandbox fault: processed, answering 500", "path", r.URL.Path)
+		writeError(w, http.StatusInternalServerError, "api_error", "sandbox_fault", "injected failure after processing")
+	case dropConnection:
+		s.logger.Info("sandbox fault: processed, dropping the connection", "path", r.URL.Path)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	default:
+		writeRaw(w, status, body)
+	}
+}
+
+func (s *Server) forget(key string) {
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	delete(s.keys, key)
+	s.mu.Unlock()
+}
+
+func (s *Server) createCharge(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "malformed form body")
+		return
+	}
+	amount, err := strconv.ParseInt(r.PostForm.Get("amount"), 10, 64)
+	if err != nil || amount <= 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid_integer", "amount must be a positive integer in minor units")
+		return
+	}
+	currency := strings.ToLower(r.PostForm.Get("currency"))
+	if len(currency) != 3 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "currency must be a 3-letter ISO code")
+		return
+	}
+	source := r.PostForm.Get("source")
+	if source == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_missing", "source is required")
+		return
+	}
+	orderID := r.PostForm.Get("metadata[order_id]")
+	params := fmt.Sprintf("amount=%d&currency=%s&source=%s&order=%s", amount, currency, source, orderID)
+	s.idempotent(w, r, params, true, func(key string) (int, any) {
+		if declined(source) {
+			return http.StatusPaymentRequired, errorBody("card_error", "card_declined", "Your card was declined.")
+		}
+		c := &Charge{
+			ID: newID("ch"), Object: "charge", Amount: amount, Currency: currency,
+			Status: "succeeded", Paid: true, Created: time.Now().Unix(),
+			Metadata: map[string]string{"order_id": orderID}, IdempotencyKey: key,
+		}
+		s.mu.Lock()
+		s.charges = append(s.charges, c)
+		cp := *c
+		s.mu.Unlock()
+		s.logger.Info("sandbox charge", "charge", c.ID, "amount", amount, "currency", currency, "order_id", orderID)
+		return http.StatusOK, cp
+	})
+}
+
+func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "malformed form body")
+		return
+	}
+	chargeID := r.PostForm.Get("charge")
+	amount, err := strconv.ParseInt(r.PostForm.Get("amount"), 10, 64)
+	if r.PostForm.Get("amount") != "" && (err != nil || amount <= 0) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid_integer", "amount must be a positive integer")
+		return
+	}
+	params := fmt.Sprintf("charge=%s&amount=%d", chargeID, amount)
+	s.idempotent(w, r, params, false, func(key string) (int, any) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var c *Charge
+		for _, x := range s.charges {
+			if x.ID == chargeID {
+				c = x
+			}
+		}
+		if c == nil {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", "No such charge: "+chargeID)
+		}
+		if amount == 0 {
+			amount = c.Amount - c.AmountRefunded
+		}
+		if amount > c.Amount-c.AmountRefunded {
+			return http.StatusBadRequest, errorBody("invalid_request_error", "amount_too_large", "refund exceeds the charge's unrefunded amount")
+		}
+		c.AmountRefunded += amount
+		c.Refunded = c.AmountRefunded == c.Amount
+		re := &Refund{ID: newID("re"), Object: "refund", Charge: c.ID, Amount: amount, Status: "succeeded", Created: time.Now().Unix(), IdempotencyKey: key}
+		s.refunds = append(s.refunds, re)
+		return http.StatusOK, *re
+	})
+}
+
+func (s *Server) listCharges(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": nonNil(s.Charges(r.URL.Query().Get("idempotency_key"))), "has_more": false})
+}
+
+func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("idempotency_key")
+	s.mu.Lock()
+	out := []Refund{}
+	for _, re := range s.refunds {
+		if key == "" || re.IdempotencyKey == key {
+			out = append(out, *re)
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "has_more": false})
+}
+
+func (s *Server) getFaults(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	f := s.faults
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, f)
+}
+
+func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "faults: "+err.Error())
+		return
+	}
+	s.SetFaults(f)
+	writeJSON(w, http.StatusOK, f)
+}
+
+func nonNil(c []Charge) []Charge {
+	if c == nil {
+		return []Charge{}
+	}
+	return c
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+func errorBody(typ, code, msg string) map[string]any {
+	return map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}}
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeJSON(w, status, errorBody(typ, code, msg))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	writeRaw(w, status, b)
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,101 @@
+// Package telemetry provides the logger, the Prometheus registry and the operational
+// endpoints (/healthz, /readyz, /metrics) shared by the binaries.
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// NewLogger returns a JSON logger at the given level ("debug", "info", "warn", "error").
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Check reports whether a dependency can serve; nil means ready.
+type Check func(ctx context.Context) error
+
+// Readiness answers /readyz: not ready while draining or while any check fails.
+type Readiness struct {
+	draining atomic.Bool
+	mu       sync.Mutex
+	names    []string
+	checks   []Check
+}
+
+// Add registers a named check.
+func (r *Readiness) Add(name string, c Check) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names = append(r.names, name)
+	r.checks = append(r.checks, c)
+}
+
+// Drain turns readiness off for good: the first step of every shutdown.
+func (r *Readiness) Drain() { r.draining.Store(true) }
+
+// Status runs every check and returns the failures by name.
+func (r *Readiness) Status(ctx context.Context) (ready bool, failures map[string]string) {
+	failures = map[string]string{}
+	if r.draining.Load() {
+		failures["process"] = "draining"
+	}
+	r.mu.Lock()
+	names, checks := r.names, r.checks
+	r.mu.Unlock()
+	for i, c := range checks {
+		if err := c(ctx); err != nil {
+			failures[names[i]] = err.Error()
+		}
+	}
+	return len(failures) == 0, failures
+}
+
+// Mount adds /healthz, /readyz and /metrics to mux.
+func Mount(mux interface {
+	Handle(pattern string, h http.Handler)
+}, reg *prometheus.Registry, ready *Readiness) {
+	mux.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}))
+	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		ok, failures := ready.Status(ctx)
+		if !ok {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failures": failures})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
