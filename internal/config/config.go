@@ -52,15 +52,15 @@ func (e *Env) Int(key string, def int) int {
 	return n
 }
 
-// Duration returns the variable as a positive Go duration ("25s", "1m"), or def.
+// Duration returns the variable as a non-negative Go duration ("25s", "1m"), or def.
 func (e *Env) Duration(key string, def time.Duration) time.Duration {
 	v := e.String(key, "")
 	if v == "" {
 		return def
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive duration such as 25s", key, v))
+	if err != nil || d < 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration such as 25s", key, v))
 		return def
 	}
 	return d

@@ -1,0 +1,25 @@
+# Builds the api, worker and paysim binaries; pick one with the target.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/api ./cmd/worker ./cmd/paysim
+
+FROM gcr.io/distroless/static-debian12:nonroot AS base
+USER nonroot:nonroot
+
+FROM base AS api
+COPY --from=build /out/api /api
+EXPOSE 8080
+ENTRYPOINT ["/api"]
+
+FROM base AS worker
+COPY --from=build /out/worker /worker
+EXPOSE 9090
+ENTRYPOINT ["/worker"]
+
+FROM base AS paysim
+COPY --from=build /out/paysim /paysim
+EXPOSE 8099
+ENTRYPOINT ["/paysim"]

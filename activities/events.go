@@ -1,0 +1,90 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// Event types published to orders.events.
+const (
+	EventOrderPaid            = "OrderPaid"
+	EventOrderPaymentDeclined = "OrderPaymentDeclined"
+	EventOrderCancelled       = "OrderCancelled"
+	EventOrderFailed          = "OrderFailed"
+)
+
+// MessageWriter is the part of *kafka.Writer the publisher uses.
+type MessageWriter interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+var _ MessageWriter = (*kafka.Writer)(nil)
+
+// Events publishes order events.
+type Events struct {
+	w MessageWriter
+}
+
+// NewEvents returns the publishing activities.
+func NewEvents(w MessageWriter) *Events {
+	return &Events{w: w}
+}
+
+// NewWriter returns a writer for topic that waits for all in-sync replicas and does
+// not hold a lone message back: kafka-go's defaults are no acks and a 1 s batch wait.
+func NewWriter(brokers []string, topic string) *kafka.Writer {
+	return &kafka.Writer{
+		Addr:                   kafka.TCP(brokers...),
+		Topic:                  topic,
+		Balancer:               &kafka.Hash{},
+		RequiredAcks:           kafka.RequireAll,
+		BatchTimeout:           5 * time.Millisecond,
+		WriteTimeout:           10 * time.Second,
+		AllowAutoTopicCreation: false,
+	}
+}
+
+// Event is an order event. EventID is derived from the workflow ID and the type, so
+// a retried publish carries the same ID and consumers can drop the duplicate.
+type Event struct {
+	EventID    string       `json:"eventId"`
+	Type       string       `json:"type"`
+	OrderID    string       `json:"orderId"`
+	Tenant     string       `json:"tenant"`
+	WorkflowID string       `json:"workflowId"`
+	Status     order.Status `json:"status"`
+	Amount     int64        `json:"amount"`
+	Currency   string       `json:"currency"`
+	PaymentRef string       `json:"paymentRef,omitempty"`
+	Reason     string       `json:"reason,omitempty"`
+	OccurredAt time.Time    `json:"occurredAt"`
+}
+
+// Publish writes the event keyed by order ID, so one order's events stay in order.
+func (a *Events) Publish(ctx context.Context, e Event) error {
+	e.EventID = order.EventID(e.WorkflowID, e.Type)
+	value, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", e.Type, err)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	err = a.w.WriteMessages(ctx, kafka.Message{
+		Key:   []byte(e.OrderID),
+		Value: value,
+		Headers: []kafka.Header{
+			{Key: "eventId", Value: []byte(e.EventID)},
+			{Key: "type", Value: []byte(e.Type)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("publish %s %s: %w", e.Type, e.EventID, err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+// Command paysim runs the payment provider SANDBOX (see internal/paysim): a
+// Stripe-like API for development and tests, never a real provider.
+//
+// Faults can be set at start (PAYSIM_LATENCY_MS, PAYSIM_FAIL_AFTER, ...) or at run
+// time with PUT /sandbox/faults.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/config"
+	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/telemetry"
+)
+
+func main() {
+	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "paysim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := config.New(getenv)
+	addr := e.String("PAYSIM_ADDR", ":8099")
+	logger := telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
+	faults := paysim.Faults{
+		LatencyMS:  e.Int("PAYSIM_LATENCY_MS", 0),
+		FailBefore: e.Int("PAYSIM_FAIL_BEFORE", 0),
+		FailAfter:  e.Int("PAYSIM_FAIL_AFTER", 0),
+		DropAfter:  e.Int("PAYSIM_DROP_AFTER", 0),
+	}
+	if err := e.Err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: paysim.New(logger, faults).Handler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("payment sandbox listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+// Package apikeys issues and verifies API keys. Only a SHA-256 of each key is stored;
+// each key belongs to exactly one tenant.
+package apikeys
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrUnauthorized is any key that is malformed, unknown or revoked.
+var ErrUnauthorized = errors.New("invalid API key")
+
+const prefix = "of_"
+
+var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidTenant reports whether name is a tenant name: lower-case letters, digits, '-'
+// and '_', at most 63 characters.
+func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
+
+// Store keeps API keys in Postgres.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a key store.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Create issues a key for tenant and returns it; it cannot be shown again.
+func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
+	if !ValidTenant(tenant) {
+		return "", fmt.Errorf("tenant %q: use lower-case letters, digits, '-' and '_' (at most 63)", tenant)
+	}
+	idb := make([]byte, 6)
+	secret := make([]byte, 24)
+	if _, err := rand.Read(idb); err != nil {
+		return "", fmt.Errorf("generate key: %w", err)
+	}
+	if _, err := rand.Read(secret); err != nil {
+		return "", fmt.Errorf("generate key: %w", err)
+	}
+	id := hex.EncodeToString(idb)
+	key := prefix + id + "_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(secret))
+	sum := sha256.Sum256([]byte(key))
+	if _, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, tenant, key_hash) VALUES ($1, $2, $3)`, id, tenant, sum[:]); err != nil {
+		return "", fmt.Errorf("store key: %w", err)
+	}
+	return key, nil
+}
+
+// Tenant returns the tenant of a key, or ErrUnauthorized. The hash comparison is
+// constant-time.
+func (s *Store) Tenant(ctx context.Context, key string) (string, error) {
+	id, ok := keyID(key)
+	if !ok {
+		return "", ErrUnauthorized
+	}
+	var tenant string
+	var hash []byte
+	err := s.pool.QueryRow(ctx, `SELECT tenant, key_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, id).Scan(&tenant, &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrUnauthorized
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up API key: %w", err)
+	}
+	sum := sha256.Sum256([]byte(key))
+	if subtle.ConstantTimeCompare(sum[:], hash) != 1 {
+		return "", ErrUnauthorized
+	}
+	return tenant, nil
+}
+
+// keyID extracts the public id of "of_<12 hex>_<secret>".
+func keyID(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok || len(key) > 128 {
+		return "", false
+	}
+	id, secret, ok := strings.Cut(rest, "_")
+	if !ok || len(id) != 12 || secret == "" {
+		return "", false
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", false
+	}
+	return id, true
+}

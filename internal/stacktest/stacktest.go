@@ -1,0 +1,135 @@
+// Package stacktest connects integration tests to the real local stack started by
+// scripts/stack. Without the stack, tests skip, unless ORDERFLOW_REQUIRE_STACK=1
+// (set by make test), in which case they fail.
+package stacktest
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/orderflow/orderflow/internal/database"
+)
+
+// Env returns the variables of the stack's env file.
+func Env(tb testing.TB) map[string]string {
+	tb.Helper()
+	path := os.Getenv("ORDERFLOW_STACK_ENV")
+	if path == "" {
+		path = findEnvFile()
+	}
+	f, err := os.Open(path)
+	if err != nil || path == "" {
+		if os.Getenv("ORDERFLOW_REQUIRE_STACK") == "1" {
+			tb.Fatalf("the local stack is required but its env file %q cannot be read (%v): run scripts/stack up", path, err)
+		}
+		tb.Skip("local stack not running (scripts/stack up); set ORDERFLOW_REQUIRE_STACK=1 to fail instead")
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// findEnvFile looks for .stack/env in the working directory and its parents.
+func findEnvFile() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		p := filepath.Join(dir, ".stack", "env")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Pool returns a pool on the stack's database with the migrations applied.
+func Pool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	env := Env(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := database.Open(ctx, env["DATABASE_URL"], 10)
+	if err != nil {
+		tb.Fatalf("open database: %v", err)
+	}
+	tb.Cleanup(pool.Close)
+	if err := database.Migrate(ctx, pool, Logger(tb)); err != nil {
+		tb.Fatalf("migrate: %v", err)
+	}
+	return pool
+}
+
+// Temporal returns a client of the stack's Temporal server.
+func Temporal(tb testing.TB) client.Client {
+	tb.Helper()
+	env := Env(tb)
+	c, err := client.Dial(client.Options{
+		HostPort:  env["TEMPORAL_ADDRESS"],
+		Namespace: env["TEMPORAL_NAMESPACE"],
+		Logger:    tlog.NewStructuredLogger(Logger(tb)),
+	})
+	if err != nil {
+		tb.Fatalf("dial temporal: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// Brokers returns the stack's Kafka bootstrap addresses.
+func Brokers(tb testing.TB) []string {
+	tb.Helper()
+	return strings.Split(Env(tb)["KAFKA_BROKERS"], ",")
+}
+
+// Service runs scripts/stack ACTION SERVICE (stop, start, restart) for fault tests.
+func Service(tb testing.TB, action, service string) {
+	tb.Helper()
+	out, err := exec.Command(Env(tb)["ORDERFLOW_STACK_SCRIPT"], action, service).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("stack %s %s: %v\n%s", action, service, err, out)
+	}
+}
+
+// Name returns prefix plus a random suffix, to keep tests apart on a shared stack.
+func Name(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// Logger returns a logger of warnings to stderr when -v is set. (Not t.Log: SDK
+// goroutines may still log after the test has returned.)
+func Logger(tb testing.TB) *slog.Logger {
+	var w io.Writer = io.Discard
+	if testing.Verbose() {
+		w = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

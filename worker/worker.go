@@ -1,0 +1,44 @@
+// Package worker builds orderflow's Temporal worker: what it runs, with which limits,
+// and how long a stop waits for in-flight activities.
+package worker
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// Options are the worker's limits.
+type Options struct {
+	TaskQueue                  string
+	MaxConcurrentActivities    int
+	MaxConcurrentWorkflowTasks int
+	// StopTimeout is how long Stop waits for running activities before handing them
+	// back to Temporal. The SDK's default is 0 s, which abandons them at once.
+	StopTimeout time.Duration
+}
+
+// Activities are the activity structs the worker runs.
+type Activities struct {
+	Orders   *activities.Orders
+	Payments *activities.Payments
+	Events   *activities.Events
+}
+
+// New returns a worker on o.TaskQueue with OrderWorkflow and its activities.
+func New(c client.Client, o Options, a Activities) sdkworker.Worker {
+	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize:     o.MaxConcurrentActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: o.MaxConcurrentWorkflowTasks,
+		WorkerStopTimeout:                      o.StopTimeout,
+	})
+	w.RegisterWorkflow(workflows.OrderWorkflow)
+	w.RegisterActivity(a.Orders)
+	w.RegisterActivity(a.Payments)
+	w.RegisterActivity(a.Events)
+	return w
+}

@@ -1,0 +1,307 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+const testWorkflowID = "order:acme:key-1"
+
+// fakes records what the workflow asked of its activities.
+type fakes struct {
+	mu          sync.Mutex
+	transitions []activities.Transition
+	published   []activities.Event
+	chargeKeys  []string
+	attempts    []int32
+	refunds     []activities.RefundInput
+}
+
+func (f *fakes) eventTypes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, e := range f.published {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+type env struct {
+	*testsuite.TestWorkflowEnvironment
+	f        *fakes
+	orders   *activities.Orders
+	payments *activities.Payments
+	events   *activities.Events
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	e := &env{
+		TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
+		f:                       &fakes{},
+		orders:                  activities.NewOrders(nil),
+		payments:                activities.NewPayments(nil, nil),
+		events:                  activities.NewEvents(nil),
+	}
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWorkflowID})
+	e.RegisterWorkflow(OrderWorkflow)
+	e.RegisterActivity(e.orders)
+	e.RegisterActivity(e.payments)
+	e.RegisterActivity(e.events)
+	return e
+}
+
+// execute runs the workflow. The recording fakes are registered last, so a test's
+// own expectations (registered before) take precedence.
+func (e *env) execute(in PlaceOrder) {
+	f := e.f
+	e.OnActivity(e.orders.RecordOrder, mock.Anything, mock.Anything).Return(nil).Maybe()
+	e.OnActivity(e.orders.Transition, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, tr activities.Transition) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.transitions = append(f.transitions, tr)
+			return nil
+		}).Maybe()
+	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, ev activities.Event) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.published = append(f.published, ev)
+			return nil
+		}).Maybe()
+	e.OnActivity(e.payments.Refund, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RefundInput) (activities.RefundResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.refunds = append(f.refunds, in)
+			return activities.RefundResult{Key: order.PaymentKey(in.WorkflowID, "refund"), RefundID: "re_1"}, nil
+		}).Maybe()
+	e.ExecuteWorkflow(OrderWorkflow, in)
+}
+
+// onCharge answers each charge attempt with results[attempt-1] (the last one repeats).
+func (e *env) onCharge(results ...error) {
+	f := e.f
+	e.OnActivity(e.payments.Charge, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.ChargeInput) (activities.ChargeResult, error) {
+			attempt := activity.GetInfo(ctx).Attempt
+			f.mu.Lock()
+			f.chargeKeys = append(f.chargeKeys, order.PaymentKey(in.WorkflowID, "charge"))
+			f.attempts = append(f.attempts, attempt)
+			f.mu.Unlock()
+			if err := results[min(int(attempt), len(results))-1]; err != nil {
+				return activities.ChargeResult{}, err
+			}
+			return activities.ChargeResult{Key: order.PaymentKey(in.WorkflowID, "charge"), ChargeID: "ch_1"}, nil
+		})
+}
+
+func placeOrder() PlaceOrder {
+	return PlaceOrder{Order: order.Order{
+		ID: order.IDFor(testWorkflowID), Tenant: "acme", CustomerID: "c1", Currency: "USD",
+		Items: []order.Item{{SKU: "sku", Quantity: 2, UnitAmount: 1299}}, Amount: 2598, PaymentMethod: "pm_card_visa",
+	}}
+}
+
+func (e *env) result(t *testing.T) OrderResult {
+	t.Helper()
+	if !e.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var res OrderResult
+	if err := e.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestHappyPath(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusPaid || !res.Fulfilled || res.ChargeID != "ch_1" {
+		t.Fatalf("result = %+v, want PAID, fulfilled, ch_1", res)
+	}
+	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderPaid}) {
+		t.Fatalf("events = %v", got)
+	}
+	last := e.f.transitions[len(e.f.transitions)-1]
+	if last.To != order.StatusPaid || last.PaymentRef != "ch_1" {
+		t.Fatalf("last transition = %+v", last)
+	}
+	if e.f.published[0].WorkflowID != testWorkflowID {
+		t.Fatalf("event workflow ID = %q", e.f.published[0].WorkflowID)
+	}
+}
+
+func TestDeclineIsAnOutcomeNotARetryLoop(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(temporal.NewNonRetryableApplicationError("declined", activities.ErrCardDeclined, nil))
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusPaymentDeclined {
+		t.Fatalf("status = %s", res.Status)
+	}
+	if n := len(e.f.chargeKeys); n != 1 {
+		t.Fatalf("charge attempts = %d, want 1", n)
+	}
+	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderPaymentDeclined}) {
+		t.Fatalf("events = %v", got)
+	}
+	if len(e.f.refunds) != 0 {
+		t.Fatal("refunded a declined charge")
+	}
+}
+
+func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(errors.New("payment provider: 500"), errors.New("payment provider: 503"), nil)
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusPaid {
+		t.Fatalf("status = %s", res.Status)
+	}
+	if len(e.f.chargeKeys) != 3 {
+		t.Fatalf("charge attempts = %d, want 3", len(e.f.chargeKeys))
+	}
+	want := testWorkflowID + "/charge"
+	for i, k := range e.f.chargeKeys {
+		if k != want {
+			t.Fatalf("attempt %d (#%d) used key %q, want %q", i+1, e.f.attempts[i], k, want)
+		}
+	}
+	if e.f.attempts[2] != 3 {
+		t.Fatalf("attempt numbers = %v", e.f.attempts)
+	}
+}
+
+func TestFailureAfterChargeRefunds(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	// Publishing OrderPaid fails for good.
+	e.OnActivity(e.events.Publish, mock.Anything, mock.MatchedBy(func(ev activities.Event) bool {
+		return ev.Type == activities.EventOrderPaid
+	})).Return(temporal.NewNonRetryableApplicationError("topic gone", "Fatal", nil))
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusFailed || res.RefundID != "re_1" {
+		t.Fatalf("result = %+v, want FAILED with refund re_1", res)
+	}
+	if len(e.f.refunds) != 1 || e.f.refunds[0].ChargeID != "ch_1" || e.f.refunds[0].Amount != 2598 {
+		t.Fatalf("refunds = %+v", e.f.refunds)
+	}
+	last := e.f.transitions[len(e.f.transitions)-1]
+	if last.To != order.StatusFailed || last.Failure == "" {
+		t.Fatalf("last transition = %+v", last)
+	}
+}
+
+func (e *env) cancelAt(t *testing.T, after time.Duration, done func(OrderResult, error)) {
+	e.RegisterDelayedCallback(func() {
+		e.UpdateWorkflow(UpdateCancel, "cancel-1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { done(OrderResult{}, err) },
+			OnComplete: func(v any, err error) {
+				res, _ := v.(OrderResult)
+				done(res, err)
+			},
+		})
+	}, after)
+}
+
+func TestCancelBeforePayment(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	e.OnActivity(e.orders.RecordOrder, mock.Anything, mock.Anything).After(time.Minute).Return(nil)
+	var upd OrderResult
+	var updErr error
+	e.cancelAt(t, time.Second, func(r OrderResult, err error) { upd, updErr = r, err })
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusCancelled {
+		t.Fatalf("status = %s", res.Status)
+	}
+	if updErr != nil || upd.Status != order.StatusCancelled {
+		t.Fatalf("update answered %+v, %v", upd, updErr)
+	}
+	if len(e.f.chargeKeys) != 0 || len(e.f.refunds) != 0 {
+		t.Fatalf("charged %d, refunded %d: want neither", len(e.f.chargeKeys), len(e.f.refunds))
+	}
+	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderCancelled}) {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestCancelAfterPaymentRefunds(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	in := placeOrder()
+	in.CancelWindow = time.Hour
+	var upd OrderResult
+	var updErr error
+	e.cancelAt(t, 10*time.Minute, func(r OrderResult, err error) { upd, updErr = r, err })
+	e.execute(in)
+	res := e.result(t)
+	if res.Status != order.StatusCancelled || res.RefundID != "re_1" || res.Fulfilled {
+		t.Fatalf("result = %+v, want CANCELLED with refund, not fulfilled", res)
+	}
+	if updErr != nil || upd.Status != order.StatusCancelled {
+		t.Fatalf("update answered %+v, %v", upd, updErr)
+	}
+	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderPaid, activities.EventOrderCancelled}) {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestCancelRejectedOnceSettled(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(temporal.NewNonRetryableApplicationError("declined", activities.ErrCardDeclined, nil))
+	in := placeOrder()
+	var updErr error
+	// The decline settles the order at once; hold the workflow open with a slow
+	// event publish so the update arrives while it still runs.
+	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).After(time.Hour).Return(nil)
+	e.cancelAt(t, 30*time.Minute, func(_ OrderResult, err error) { updErr = err })
+	e.execute(in)
+	if res := e.result(t); res.Status != order.StatusPaymentDeclined {
+		t.Fatalf("status = %s", res.Status)
+	}
+	var appErr *temporal.ApplicationError
+	if !errors.As(updErr, &appErr) || appErr.Type() != ErrNotCancellable {
+		t.Fatalf("update error = %v, want %s", updErr, ErrNotCancellable)
+	}
+}
