@@ -86,11 +86,13 @@ type Server struct {
 	charges []*Charge
 	refunds []*Refund
 	faults  Faults
+	// requests counts POSTs per idempotency key, answered or not.
+	requests map[string]int
 }
 
 // New returns a sandbox with the given initial faults.
 func New(logger *slog.Logger, faults Faults) *Server {
-	return &Server{logger: logger, keys: map[string]*stored{}, faults: faults}
+	return &Server{logger: logger, keys: map[string]*stored{}, faults: faults, requests: map[string]int{}}
 }
 
 // Handler returns the sandbox's routes.
@@ -113,6 +115,26 @@ func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = f
+}
+
+// Requests returns how many requests arrived with an idempotency key.
+func (s *Server) Requests(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[key]
+}
+
+// InFlight returns how many keyed requests are being processed right now.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, rec := range s.keys {
+		if !rec.done {
+			n++
+		}
+	}
+	return n
 }
 
 // Charges returns the charges made with an idempotency key ("" for all).
@@ -168,6 +190,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 	var rec *stored
 	if key != "" {
 		s.mu.Lock()
+		s.requests[key]++
 		rec = s.keys[key]
 		switch {
 		case rec != nil && rec.params != params:

@@ -3,8 +3,6 @@ package stacktest_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -97,8 +95,7 @@ func TestStackTemporalWorkflow(t *testing.T) {
 
 func TestStackKafkaConsumerGroupCommit(t *testing.T) {
 	brokers := stacktest.Brokers(t)
-	topic := stacktest.Name("stack-test")
-	createTopic(t, brokers[0], topic, 2)
+	topic := stacktest.Topic(t, 2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -166,23 +163,3 @@ func TestStackKafkaConsumerGroupCommit(t *testing.T) {
 	}
 }
 
-func createTopic(t *testing.T, broker, topic string, partitions int) {
-	t.Helper()
-	conn, err := kafka.Dial("tcp", broker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
-		t.Fatal(fmt.Errorf("create topic %s: %w", topic, err))
-	}
-}

@@ -10,14 +10,17 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -124,12 +127,49 @@ func Name(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b)
 }
 
-// Logger returns a logger of warnings to stderr when -v is set. (Not t.Log: SDK
-// goroutines may still log after the test has returned.)
+// Logger returns a logger of warnings to stderr when ORDERFLOW_TEST_LOGS=1. (Not
+// t.Log: SDK goroutines may still log after the test has returned.)
 func Logger(tb testing.TB) *slog.Logger {
 	var w io.Writer = io.Discard
-	if testing.Verbose() {
+	if os.Getenv("ORDERFLOW_TEST_LOGS") == "1" {
 		w = os.Stderr
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// Topic creates a topic with a unique name and the given partitions.
+func Topic(tb testing.TB, partitions int) string {
+	tb.Helper()
+	topic := Name("test")
+	conn, err := kafka.Dial("tcp", Brokers(tb)[0])
+	if err != nil {
+		tb.Fatalf("dial kafka: %v", err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		tb.Fatalf("kafka controller: %v", err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		tb.Fatalf("dial kafka controller: %v", err)
+	}
+	defer cc.Close()
+	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
+		tb.Fatalf("create topic %s: %v", topic, err)
+	}
+	// Wait until the broker serves every partition, so first writes do not fail.
+	Eventually(tb, 10*time.Second, "topic "+topic+" to have leaders", func() bool {
+		ps, err := conn.ReadPartitions(topic)
+		if err != nil || len(ps) != partitions {
+			return false
+		}
+		for _, p := range ps {
+			if p.Leader.Host == "" {
+				return false
+			}
+		}
+		return true
+	})
+	return topic
 }

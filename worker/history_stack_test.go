@@ -1,0 +1,100 @@
+package worker_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// TestRealHistoriesReplay runs OrderWorkflow's main paths on the real server and
+// replays their histories against the current code. With
+// ORDERFLOW_RECORD_HISTORIES=1 it also writes them to workflows/testdata, where
+// workflows' replay test guards them without a server.
+func TestRealHistoriesReplay(t *testing.T) {
+	h := newHarness(t)
+	h.startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	histories := map[string]*historypb.History{}
+
+	id, in := h.placeOrder("paid", "pm_card_visa")
+	if err := h.execute(t, ctx, id, in).Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	histories["order_paid"] = history(t, ctx, h.tc, id)
+
+	id, in = h.placeOrder("declined", "pm_card_chargeDeclined")
+	if err := h.execute(t, ctx, id, in).Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	histories["order_declined"] = history(t, ctx, h.tc, id)
+
+	id, in = h.placeOrder("cancelled", "pm_card_visa")
+	in.CancelWindow = time.Hour
+	run := h.execute(t, ctx, id, in)
+	stacktest.Eventually(t, 30*time.Second, "the order to be paid", func() bool {
+		v, err := h.tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+		var res workflows.OrderResult
+		return err == nil && v.Get(&res) == nil && res.Status == order.StatusPaid
+	})
+	upd, err := h.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.OrderResult
+	if err := upd.Get(ctx, &res); err != nil || res.Status != order.StatusCancelled || res.RefundID == "" {
+		t.Fatalf("cancel update: %+v, %v", res, err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	histories["order_cancelled_after_payment"] = history(t, ctx, h.tc, id)
+
+	replayer := sdkworker.NewWorkflowReplayer()
+	replayer.RegisterWorkflow(workflows.OrderWorkflow)
+	logger := tlog.NewStructuredLogger(stacktest.Logger(t))
+	for name, hist := range histories {
+		if err := replayer.ReplayWorkflowHistory(logger, hist); err != nil {
+			t.Fatalf("replay %s: %v", name, err)
+		}
+		if os.Getenv("ORDERFLOW_RECORD_HISTORIES") == "1" {
+			b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join("..", "workflows", "testdata", name+".json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func history(t *testing.T, ctx context.Context, c client.Client, id string) *historypb.History {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, e)
+	}
+	return hist
+}

@@ -1,0 +1,294 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/segmentio/kafka-go"
+	"go.temporal.io/sdk/client"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/payments"
+	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// harness is a real worker on the real stack, with its own task queue and events
+// topic, and the payment sandbox in the test process so the test can count charges.
+type harness struct {
+	pool     *pgxpool.Pool
+	tc       client.Client
+	sim      *paysim.Server
+	simURL   string
+	queue    string
+	topic    string
+	tenant   string
+	brokers  []string
+	stackEnv map[string]string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		pool:     stacktest.Pool(t),
+		tc:       stacktest.Temporal(t),
+		sim:      paysim.New(slog.New(slog.NewTextHandler(io.Discard, nil)), paysim.Faults{}),
+		queue:    stacktest.Name("orders"),
+		topic:    stacktest.Topic(t, 1),
+		tenant:   stacktest.Name("tenant"),
+		brokers:  stacktest.Brokers(t),
+		stackEnv: stacktest.Env(t),
+	}
+	srv := httptest.NewServer(h.sim.Handler())
+	t.Cleanup(srv.Close)
+	h.simURL = srv.URL
+	return h
+}
+
+// startInProcess runs the worker inside the test process.
+func (h *harness) startInProcess(t *testing.T) {
+	t.Helper()
+	writer := activities.NewWriter(h.brokers, h.topic)
+	w := worker.New(h.tc, worker.Options{TaskQueue: h.queue, MaxConcurrentActivities: 10, MaxConcurrentWorkflowTasks: 10, StopTimeout: 5 * time.Second},
+		worker.Activities{
+			Orders:   activities.NewOrders(h.pool),
+			Payments: activities.NewPayments(h.pool, payments.New(h.simURL, "", 2*time.Second)),
+			Events:   activities.NewEvents(writer),
+		})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		_ = writer.Close()
+	})
+}
+
+// startProcess runs cmd/worker as a child process (so it can be killed).
+func (h *harness) startProcess(t *testing.T) *stacktest.Proc {
+	t.Helper()
+	return stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), map[string]string{
+		"DATABASE_URL":        h.stackEnv["DATABASE_URL"],
+		"TEMPORAL_ADDRESS":    h.stackEnv["TEMPORAL_ADDRESS"],
+		"TEMPORAL_NAMESPACE":  h.stackEnv["TEMPORAL_NAMESPACE"],
+		"KAFKA_BROKERS":       h.stackEnv["KAFKA_BROKERS"],
+		"TASK_QUEUE":          h.queue,
+		"EVENTS_TOPIC":        h.topic,
+		"PAYMENTS_URL":        h.simURL,
+		"PAYMENTS_TIMEOUT":    "10s",
+		"OPS_ADDR":            "127.0.0.1:0",
+		"WORKER_STOP_TIMEOUT": "5s",
+		"LOG_LEVEL":           "info",
+	})
+}
+
+func (h *harness) placeOrder(key, paymentMethod string) (string, workflows.PlaceOrder) {
+	id := "order:" + h.tenant + ":" + key
+	return id, workflows.PlaceOrder{Order: order.Order{
+		ID: order.IDFor(id), Tenant: h.tenant, WorkflowID: id, CustomerID: "cus_1", Currency: "USD",
+		Items: []order.Item{{SKU: "sku-1", Quantity: 2, UnitAmount: 1299}}, Amount: 2598, PaymentMethod: paymentMethod,
+	}}
+}
+
+func (h *harness) execute(t *testing.T, ctx context.Context, id string, in workflows.PlaceOrder) client.WorkflowRun {
+	t.Helper()
+	run, err := h.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: h.queue}, workflows.OrderWorkflow, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func (h *harness) orderRow(t *testing.T, id string) (status, paymentRef string) {
+	t.Helper()
+	var ref *string
+	if err := h.pool.QueryRow(context.Background(), `SELECT status, payment_ref FROM orders WHERE id = $1`, id).Scan(&status, &ref); err != nil {
+		t.Fatalf("order row %s: %v", id, err)
+	}
+	if ref != nil {
+		paymentRef = *ref
+	}
+	return status, paymentRef
+}
+
+func (h *harness) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := h.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// events reads every event in the harness topic (one partition) until ctx ends.
+func (h *harness) events(t *testing.T, want int) []activities.Event {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: h.brokers, Topic: h.topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []activities.Event
+	for len(out) < want {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read events (got %d of %d): %v", len(out), want, err)
+		}
+		var e activities.Event
+		if err := json.Unmarshal(m.Value, &e); err != nil {
+			t.Fatalf("event %s: %v", m.Value, err)
+		}
+		if hdr := header(m, "eventId"); hdr != e.EventID {
+			t.Fatalf("eventId header %q != value %q", hdr, e.EventID)
+		}
+		if string(m.Key) != e.OrderID {
+			t.Fatalf("message key %q, want order ID %q", m.Key, e.OrderID)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestOrderRunsToPaidOnTheRealStack(t *testing.T) {
+	h := newHarness(t)
+	h.startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	id, in := h.placeOrder("happy", "pm_card_visa")
+	var res workflows.OrderResult
+	if err := h.execute(t, ctx, id, in).Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != order.StatusPaid || !res.Fulfilled {
+		t.Fatalf("result = %+v", res)
+	}
+	status, ref := h.orderRow(t, in.Order.ID)
+	if status != string(order.StatusPaid) || ref != res.ChargeID {
+		t.Fatalf("orders row: %s %s, want PAID %s", status, ref, res.ChargeID)
+	}
+	key := order.PaymentKey(id, "charge")
+	if n := h.count(t, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded' AND provider_id = $2`, key, res.ChargeID); n != 1 {
+		t.Fatalf("payments rows = %d", n)
+	}
+	if n := len(h.sim.Charges(key)); n != 1 {
+		t.Fatalf("sandbox charges for %s = %d", key, n)
+	}
+	evs := h.events(t, 1)
+	if evs[0].Type != activities.EventOrderPaid || evs[0].OrderID != in.Order.ID || evs[0].EventID != order.EventID(id, activities.EventOrderPaid) {
+		t.Fatalf("event = %+v", evs[0])
+	}
+}
+
+func TestDeclinedOnTheRealStack(t *testing.T) {
+	h := newHarness(t)
+	h.startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id, in := h.placeOrder("declined", "pm_card_chargeDeclined")
+	var res workflows.OrderResult
+	if err := h.execute(t, ctx, id, in).Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != order.StatusPaymentDeclined {
+		t.Fatalf("status = %s", res.Status)
+	}
+	if status, _ := h.orderRow(t, in.Order.ID); status != string(order.StatusPaymentDeclined) {
+		t.Fatalf("orders row status = %s", status)
+	}
+	if n := h.sim.Requests(order.PaymentKey(id, "charge")); n != 1 {
+		t.Fatalf("charge requests = %d, want 1 (a decline is not retried)", n)
+	}
+	if evs := h.events(t, 1); evs[0].Type != activities.EventOrderPaymentDeclined {
+		t.Fatalf("event = %+v", evs[0])
+	}
+}
+
+// The provider charges, then the answer is lost. The retry with the same key gets
+// the stored answer: one charge, order PAID.
+func TestChargedThenAnswerLostChargesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults paysim.Faults
+	}{
+		{"500", paysim.Faults{FailAfter: 2}},
+		{"dropped connection", paysim.Faults{DropAfter: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.sim.SetFaults(tc.faults)
+			h.startInProcess(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			id, in := h.placeOrder("lost-answer", "pm_card_visa")
+			var res workflows.OrderResult
+			if err := h.execute(t, ctx, id, in).Get(ctx, &res); err != nil {
+				t.Fatal(err)
+			}
+			key := order.PaymentKey(id, "charge")
+			attempts, charges := h.sim.Requests(key), len(h.sim.Charges(key))
+			t.Logf("fault %s: %d attempts, %d charge(s)", tc.name, attempts, charges)
+			if res.Status != order.StatusPaid || charges != 1 || attempts < 2 {
+				t.Fatalf("status %s, %d charges after %d attempts: want PAID, 1 charge, >= 2 attempts", res.Status, charges, attempts)
+			}
+			if status, ref := h.orderRow(t, in.Order.ID); status != "PAID" || ref != h.sim.Charges(key)[0].ID {
+				t.Fatalf("orders row %s %s", status, ref)
+			}
+		})
+	}
+}
+
+// The worker process is killed with SIGKILL while the provider is charging. The
+// provider finishes the charge; a new worker retries with the same key and gets it.
+func TestWorkerKilledDuringChargeChargesOnce(t *testing.T) {
+	h := newHarness(t)
+	h.sim.SetFaults(paysim.Faults{LatencyMS: 3000})
+	first := h.startProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	id, in := h.placeOrder("sigkill", "pm_card_visa")
+	key := order.PaymentKey(id, "charge")
+	run := h.execute(t, ctx, id, in)
+
+	stacktest.Eventually(t, 30*time.Second, "the charge to be in flight", func() bool { return h.sim.InFlight() == 1 })
+	first.Kill(t)
+	if status, _ := h.orderRow(t, in.Order.ID); status != string(order.StatusPaymentPending) {
+		t.Fatalf("order status while the charge is unknown = %s, want PAYMENT_PENDING", status)
+	}
+	stacktest.Eventually(t, 10*time.Second, "the provider to finish the charge", func() bool { return len(h.sim.Charges(key)) == 1 })
+	h.sim.SetFaults(paysim.Faults{})
+
+	h.startProcess(t)
+	var res workflows.OrderResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	attempts, charges := h.sim.Requests(key), len(h.sim.Charges(key))
+	t.Logf("worker SIGKILL during charge: %d attempts, %d charge(s)", attempts, charges)
+	if res.Status != order.StatusPaid || charges != 1 || attempts != 2 {
+		t.Fatalf("status %s, %d charges after %d attempts: want PAID, 1 charge, 2 attempts", res.Status, charges, attempts)
+	}
+	if res.ChargeID != h.sim.Charges(key)[0].ID {
+		t.Fatalf("workflow charge %s, provider charge %s", res.ChargeID, h.sim.Charges(key)[0].ID)
+	}
+	if n := h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, h.tenant); n != 1 {
+		t.Fatalf("orders for the tenant = %d", n)
+	}
+}
