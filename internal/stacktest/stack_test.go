@@ -162,4 +162,3 @@ func TestStackKafkaConsumerGroupCommit(t *testing.T) {
 		t.Fatalf("extra message %q (err %v)", m.Value, err)
 	}
 }
-
