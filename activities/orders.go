@@ -5,7 +5,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -14,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
 // ErrInvalidTransition is the Temporal error type of a status change that the
@@ -22,29 +22,18 @@ const ErrInvalidTransition = "InvalidTransition"
 
 // Orders keeps the orders table, the read model of every order.
 type Orders struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	store *orderstore.Store
 }
 
 // NewOrders returns the order store activities.
 func NewOrders(pool *pgxpool.Pool) *Orders {
-	return &Orders{pool: pool}
+	return &Orders{pool: pool, store: orderstore.New(pool)}
 }
 
 // RecordOrder inserts the order as PENDING; a second call is a no-op.
 func (a *Orders) RecordOrder(ctx context.Context, o order.Order) error {
-	items, err := json.Marshal(o.Items)
-	if err != nil {
-		return fmt.Errorf("encode items: %w", err)
-	}
-	_, err = a.pool.Exec(ctx, `
-		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (id) DO NOTHING`,
-		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending)
-	if err != nil {
-		return fmt.Errorf("insert order %s: %w", o.ID, err)
-	}
-	return nil
+	return a.store.Insert(ctx, o)
 }
 
 // Transition moves an order to a new status.

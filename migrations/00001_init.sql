@@ -26,7 +26,7 @@ CREATE TABLE idempotency_keys (
     fingerprint     bytea       NOT NULL,
     workflow_id     text        NOT NULL,
     response_status int,        -- NULL while the first request is in flight
-    response_body   jsonb,
+    response_body   bytea,      -- replayed byte for byte
     locked_until    timestamptz,
     created_at      timestamptz NOT NULL DEFAULT now(),
     expires_at      timestamptz NOT NULL,

@@ -25,7 +25,7 @@ import (
 // workflows' replay test guards them without a server.
 func TestRealHistoriesReplay(t *testing.T) {
 	h := newHarness(t)
-	h.startInProcess(t)
+	h.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -35,23 +35,23 @@ func TestRealHistoriesReplay(t *testing.T) {
 	if err := h.execute(t, ctx, id, in).Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	histories["order_paid"] = history(t, ctx, h.tc, id)
+	histories["order_paid"] = history(t, ctx, h.Temporal, id)
 
 	id, in = h.placeOrder("declined", "pm_card_chargeDeclined")
 	if err := h.execute(t, ctx, id, in).Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	histories["order_declined"] = history(t, ctx, h.tc, id)
+	histories["order_declined"] = history(t, ctx, h.Temporal, id)
 
 	id, in = h.placeOrder("cancelled", "pm_card_visa")
 	in.CancelWindow = time.Hour
 	run := h.execute(t, ctx, id, in)
 	stacktest.Eventually(t, 30*time.Second, "the order to be paid", func() bool {
-		v, err := h.tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+		v, err := h.Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
 		var res workflows.OrderResult
 		return err == nil && v.Get(&res) == nil && res.Status == order.StatusPaid
 	})
-	upd, err := h.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+	upd, err := h.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: id, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
@@ -64,7 +64,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 	if err := run.Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	histories["order_cancelled_after_payment"] = history(t, ctx, h.tc, id)
+	histories["order_cancelled_after_payment"] = history(t, ctx, h.Temporal, id)
 
 	replayer := sdkworker.NewWorkflowReplayer()
 	replayer.RegisterWorkflow(workflows.OrderWorkflow)

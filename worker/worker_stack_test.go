@@ -3,92 +3,28 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/payments"
 	"github.com/orderflow/orderflow/internal/paysim"
 	"github.com/orderflow/orderflow/internal/stacktest"
-	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
 )
 
-// harness is a real worker on the real stack, with its own task queue and events
-// topic, and the payment sandbox in the test process so the test can count charges.
+// harness is the order pipeline on the real stack plus a tenant of its own.
 type harness struct {
-	pool     *pgxpool.Pool
-	tc       client.Client
-	sim      *paysim.Server
-	simURL   string
-	queue    string
-	topic    string
-	tenant   string
-	brokers  []string
-	stackEnv map[string]string
+	*stacktest.Orders
+	tenant string
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{
-		pool:     stacktest.Pool(t),
-		tc:       stacktest.Temporal(t),
-		sim:      paysim.New(slog.New(slog.NewTextHandler(io.Discard, nil)), paysim.Faults{}),
-		queue:    stacktest.Name("orders"),
-		topic:    stacktest.Topic(t, 1),
-		tenant:   stacktest.Name("tenant"),
-		brokers:  stacktest.Brokers(t),
-		stackEnv: stacktest.Env(t),
-	}
-	srv := httptest.NewServer(h.sim.Handler())
-	t.Cleanup(srv.Close)
-	h.simURL = srv.URL
-	return h
-}
-
-// startInProcess runs the worker inside the test process.
-func (h *harness) startInProcess(t *testing.T) {
-	t.Helper()
-	writer := activities.NewWriter(h.brokers, h.topic)
-	w := worker.New(h.tc, worker.Options{TaskQueue: h.queue, MaxConcurrentActivities: 10, MaxConcurrentWorkflowTasks: 10, StopTimeout: 5 * time.Second},
-		worker.Activities{
-			Orders:   activities.NewOrders(h.pool),
-			Payments: activities.NewPayments(h.pool, payments.New(h.simURL, "", 2*time.Second)),
-			Events:   activities.NewEvents(writer),
-		})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		w.Stop()
-		_ = writer.Close()
-	})
-}
-
-// startProcess runs cmd/worker as a child process (so it can be killed).
-func (h *harness) startProcess(t *testing.T) *stacktest.Proc {
-	t.Helper()
-	return stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), map[string]string{
-		"DATABASE_URL":        h.stackEnv["DATABASE_URL"],
-		"TEMPORAL_ADDRESS":    h.stackEnv["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE":  h.stackEnv["TEMPORAL_NAMESPACE"],
-		"KAFKA_BROKERS":       h.stackEnv["KAFKA_BROKERS"],
-		"TASK_QUEUE":          h.queue,
-		"EVENTS_TOPIC":        h.topic,
-		"PAYMENTS_URL":        h.simURL,
-		"PAYMENTS_TIMEOUT":    "10s",
-		"OPS_ADDR":            "127.0.0.1:0",
-		"WORKER_STOP_TIMEOUT": "5s",
-		"LOG_LEVEL":           "info",
-	})
+	return &harness{Orders: stacktest.NewOrders(t), tenant: stacktest.Name("tenant")}
 }
 
 func (h *harness) placeOrder(key, paymentMethod string) (string, workflows.PlaceOrder) {
@@ -101,7 +37,7 @@ func (h *harness) placeOrder(key, paymentMethod string) (string, workflows.Place
 
 func (h *harness) execute(t *testing.T, ctx context.Context, id string, in workflows.PlaceOrder) client.WorkflowRun {
 	t.Helper()
-	run, err := h.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: h.queue}, workflows.OrderWorkflow, in)
+	run, err := h.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: h.Queue}, workflows.OrderWorkflow, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +47,7 @@ func (h *harness) execute(t *testing.T, ctx context.Context, id string, in workf
 func (h *harness) orderRow(t *testing.T, id string) (status, paymentRef string) {
 	t.Helper()
 	var ref *string
-	if err := h.pool.QueryRow(context.Background(), `SELECT status, payment_ref FROM orders WHERE id = $1`, id).Scan(&status, &ref); err != nil {
+	if err := h.Pool.QueryRow(context.Background(), `SELECT status, payment_ref FROM orders WHERE id = $1`, id).Scan(&status, &ref); err != nil {
 		t.Fatalf("order row %s: %v", id, err)
 	}
 	if ref != nil {
@@ -123,7 +59,7 @@ func (h *harness) orderRow(t *testing.T, id string) (status, paymentRef string) 
 func (h *harness) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := h.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+	if err := h.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -132,7 +68,7 @@ func (h *harness) count(t *testing.T, query string, args ...any) int {
 // events reads every event in the harness topic (one partition) until ctx ends.
 func (h *harness) events(t *testing.T, want int) []activities.Event {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: h.brokers, Topic: h.topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: h.Brokers, Topic: h.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -168,7 +104,7 @@ func header(m kafka.Message, key string) string {
 
 func TestOrderRunsToPaidOnTheRealStack(t *testing.T) {
 	h := newHarness(t)
-	h.startInProcess(t)
+	h.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -188,7 +124,7 @@ func TestOrderRunsToPaidOnTheRealStack(t *testing.T) {
 	if n := h.count(t, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded' AND provider_id = $2`, key, res.ChargeID); n != 1 {
 		t.Fatalf("payments rows = %d", n)
 	}
-	if n := len(h.sim.Charges(key)); n != 1 {
+	if n := len(h.Sim.Charges(key)); n != 1 {
 		t.Fatalf("sandbox charges for %s = %d", key, n)
 	}
 	evs := h.events(t, 1)
@@ -199,7 +135,7 @@ func TestOrderRunsToPaidOnTheRealStack(t *testing.T) {
 
 func TestDeclinedOnTheRealStack(t *testing.T) {
 	h := newHarness(t)
-	h.startInProcess(t)
+	h.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id, in := h.placeOrder("declined", "pm_card_chargeDeclined")
@@ -213,7 +149,7 @@ func TestDeclinedOnTheRealStack(t *testing.T) {
 	if status, _ := h.orderRow(t, in.Order.ID); status != string(order.StatusPaymentDeclined) {
 		t.Fatalf("orders row status = %s", status)
 	}
-	if n := h.sim.Requests(order.PaymentKey(id, "charge")); n != 1 {
+	if n := h.Sim.Requests(order.PaymentKey(id, "charge")); n != 1 {
 		t.Fatalf("charge requests = %d, want 1 (a decline is not retried)", n)
 	}
 	if evs := h.events(t, 1); evs[0].Type != activities.EventOrderPaymentDeclined {
@@ -233,8 +169,8 @@ func TestChargedThenAnswerLostChargesOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.sim.SetFaults(tc.faults)
-			h.startInProcess(t)
+			h.Sim.SetFaults(tc.faults)
+			h.StartWorker(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			id, in := h.placeOrder("lost-answer", "pm_card_visa")
@@ -243,12 +179,12 @@ func TestChargedThenAnswerLostChargesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := order.PaymentKey(id, "charge")
-			attempts, charges := h.sim.Requests(key), len(h.sim.Charges(key))
+			attempts, charges := h.Sim.Requests(key), len(h.Sim.Charges(key))
 			t.Logf("fault %s: %d attempts, %d charge(s)", tc.name, attempts, charges)
 			if res.Status != order.StatusPaid || charges != 1 || attempts < 2 {
 				t.Fatalf("status %s, %d charges after %d attempts: want PAID, 1 charge, >= 2 attempts", res.Status, charges, attempts)
 			}
-			if status, ref := h.orderRow(t, in.Order.ID); status != "PAID" || ref != h.sim.Charges(key)[0].ID {
+			if status, ref := h.orderRow(t, in.Order.ID); status != "PAID" || ref != h.Sim.Charges(key)[0].ID {
 				t.Fatalf("orders row %s %s", status, ref)
 			}
 		})
@@ -259,34 +195,34 @@ func TestChargedThenAnswerLostChargesOnce(t *testing.T) {
 // provider finishes the charge; a new worker retries with the same key and gets it.
 func TestWorkerKilledDuringChargeChargesOnce(t *testing.T) {
 	h := newHarness(t)
-	h.sim.SetFaults(paysim.Faults{LatencyMS: 3000})
-	first := h.startProcess(t)
+	h.Sim.SetFaults(paysim.Faults{LatencyMS: 3000})
+	first := h.StartWorkerProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	id, in := h.placeOrder("sigkill", "pm_card_visa")
 	key := order.PaymentKey(id, "charge")
 	run := h.execute(t, ctx, id, in)
 
-	stacktest.Eventually(t, 30*time.Second, "the charge to be in flight", func() bool { return h.sim.InFlight() == 1 })
+	stacktest.Eventually(t, 30*time.Second, "the charge to be in flight", func() bool { return h.Sim.InFlight() == 1 })
 	first.Kill(t)
 	if status, _ := h.orderRow(t, in.Order.ID); status != string(order.StatusPaymentPending) {
 		t.Fatalf("order status while the charge is unknown = %s, want PAYMENT_PENDING", status)
 	}
-	stacktest.Eventually(t, 10*time.Second, "the provider to finish the charge", func() bool { return len(h.sim.Charges(key)) == 1 })
-	h.sim.SetFaults(paysim.Faults{})
+	stacktest.Eventually(t, 10*time.Second, "the provider to finish the charge", func() bool { return len(h.Sim.Charges(key)) == 1 })
+	h.Sim.SetFaults(paysim.Faults{})
 
-	h.startProcess(t)
+	h.StartWorkerProcess(t)
 	var res workflows.OrderResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
-	attempts, charges := h.sim.Requests(key), len(h.sim.Charges(key))
+	attempts, charges := h.Sim.Requests(key), len(h.Sim.Charges(key))
 	t.Logf("worker SIGKILL during charge: %d attempts, %d charge(s)", attempts, charges)
 	if res.Status != order.StatusPaid || charges != 1 || attempts != 2 {
 		t.Fatalf("status %s, %d charges after %d attempts: want PAID, 1 charge, 2 attempts", res.Status, charges, attempts)
 	}
-	if res.ChargeID != h.sim.Charges(key)[0].ID {
-		t.Fatalf("workflow charge %s, provider charge %s", res.ChargeID, h.sim.Charges(key)[0].ID)
+	if res.ChargeID != h.Sim.Charges(key)[0].ID {
+		t.Fatalf("workflow charge %s, provider charge %s", res.ChargeID, h.Sim.Charges(key)[0].ID)
 	}
 	if n := h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, h.tenant); n != 1 {
 		t.Fatalf("orders for the tenant = %d", n)

@@ -20,9 +20,12 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/config"
 	"github.com/orderflow/orderflow/internal/database"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/telemetry"
 	"github.com/orderflow/orderflow/internal/temporalclient"
 )
@@ -41,6 +44,9 @@ type cfg struct {
 	TemporalAddress   string
 	TemporalNamespace string
 	TaskQueue         string
+	IdempotencyTTL    time.Duration
+	CancelWindow      time.Duration
+	MaxBodyBytes      int
 	ShutdownTimeout   time.Duration
 	DrainDelay        time.Duration
 	LogLevel          string
@@ -55,6 +61,9 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		TemporalAddress:   e.String("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		TemporalNamespace: e.String("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         e.String("TASK_QUEUE", "orders"),
+		IdempotencyTTL:    e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
+		CancelWindow:      e.Duration("CANCEL_WINDOW", 0),
+		MaxBodyBytes:      e.Int("MAX_BODY_BYTES", 64<<10),
 		ShutdownTimeout:   e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		// Time for load balancers to see /readyz fail before the listener closes.
 		DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second),
@@ -139,7 +148,19 @@ func serve(ctx context.Context, c cfg, logger *slog.Logger) error {
 	ready.Add("postgres", pool.Ping)
 	ready.Add("temporal", temporalclient.Check(tc))
 
-	handler := httpapi.NewServer(httpapi.Deps{Logger: logger, Registry: reg, Ready: ready})
+	idem := idempotency.New(pool, c.IdempotencyTTL)
+	handler := httpapi.NewServer(httpapi.Deps{
+		Logger:       logger,
+		Registry:     reg,
+		Ready:        ready,
+		Keys:         apikeys.New(pool),
+		Idempotency:  idem,
+		Orders:       orderstore.New(pool),
+		Starter:      intake.NewStarter(tc, c.TaskQueue, c.CancelWindow),
+		Updater:      tc,
+		MaxBodyBytes: int64(c.MaxBodyBytes),
+	})
+	go purgeExpired(ctx, idem, logger)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -173,4 +194,24 @@ func serve(ctx context.Context, c cfg, logger *slog.Logger) error {
 	}
 	logger.Info("stopped", "took", time.Since(began).String())
 	return nil
+}
+
+// purgeExpired deletes expired idempotency records in small batches until ctx ends.
+// Correctness does not depend on it: an expired record is reclaimed on its next use.
+func purgeExpired(ctx context.Context, idem *idempotency.Store, logger *slog.Logger) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := idem.DeleteExpired(ctx, 1000)
+			if err != nil && ctx.Err() == nil {
+				logger.Warn("purge expired idempotency keys", "err", err)
+			} else if n > 0 {
+				logger.Info("purged expired idempotency keys", "count", n)
+			}
+		}
+	}
 }

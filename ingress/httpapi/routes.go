@@ -3,25 +3,102 @@
 package httpapi
 
 import (
+	"context"
+	_ "embed"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/telemetry"
+)
+
+//go:embed openapi.yaml
+var openapiSpec []byte
+
+// KeyStore resolves API keys to tenants.
+type KeyStore interface {
+	Tenant(ctx context.Context, key string) (string, error)
+}
+
+var errUnauthorized = apikeys.ErrUnauthorized
+
+// IdempotencyStore keeps the responses of keyed requests.
+type IdempotencyStore interface {
+	Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
+	Complete(ctx context.Context, tenant, key string, status int, body []byte) error
+	Release(ctx context.Context, tenant, key string) error
+}
+
+// OrderStore is the orders read model.
+type OrderStore interface {
+	Insert(ctx context.Context, o order.Order) error
+	Get(ctx context.Context, tenant, id string) (orderstore.View, error)
+	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
+}
+
+// Starter starts order workflows idempotently.
+type Starter interface {
+	Start(ctx context.Context, o order.Order) (client.WorkflowRun, error)
+}
+
+// Updater sends updates to running workflows.
+type Updater interface {
+	UpdateWorkflow(ctx context.Context, options client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error)
+}
+
+var (
+	_ KeyStore         = (*apikeys.Store)(nil)
+	_ IdempotencyStore = (*idempotency.Store)(nil)
+	_ OrderStore       = (*orderstore.Store)(nil)
 )
 
 // Deps are what the API needs.
 type Deps struct {
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-	Ready    *telemetry.Readiness
+	Logger       *slog.Logger
+	Registry     *prometheus.Registry
+	Ready        *telemetry.Readiness
+	Keys         KeyStore
+	Idempotency  IdempotencyStore
+	Orders       OrderStore
+	Starter      Starter
+	Updater      Updater
+	MaxBodyBytes int64
 }
 
 // NewServer returns the API's handler.
 func NewServer(d Deps) http.Handler {
+	m := newMetrics(d.Registry)
+	a := &api{Deps: d, m: m}
 	r := chi.NewRouter()
+	r.Use(middleware.RequestID, observe(d.Logger, m), recoverer(d.Logger))
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, newProblem(kindNotFound, "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		p := newProblem(kindNotFound, "method not allowed")
+		p.Status, p.Title = http.StatusMethodNotAllowed, "Method not allowed"
+		writeProblem(w, p)
+	})
 	telemetry.Mount(r, d.Registry, d.Ready)
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(openapiSpec)
+	})
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(authenticate(d.Keys, d.Logger))
+		r.Post("/orders", a.createOrder)
+		r.Get("/orders", a.listOrders)
+		r.Get("/orders/{id}", a.getOrder)
+		r.Post("/orders/{id}/cancel", a.cancelOrder)
+	})
 	return r
 }

@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	replays       prometheus.Counter
+	conflicts     *prometheus.CounterVec
+	startDuration prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orderflow_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "orderflow_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route", "method"}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_idempotency_replays_total", Help: "Responses replayed for a repeated Idempotency-Key.",
+		}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orderflow_idempotency_conflicts_total", Help: "Repeated keys refused: mismatch (422) or in_flight (409).",
+		}, []string{"kind"}),
+		startDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "orderflow_workflow_start_duration_seconds", Help: "Latency of workflow starts from the API.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.replays, m.conflicts, m.startDuration)
+	return m
+}
+
+// observe logs every request (never its headers or body: they carry keys and card
+// tokens) and counts it by route pattern, not raw path, to bound label cardinality.
+func observe(logger *slog.Logger, m *metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			began := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			route := chi.RouteContext(r.Context()).RoutePattern()
+			if route == "" {
+				route = "unmatched"
+			}
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			took := time.Since(began)
+			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
+			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+				return
+			}
+			logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+				slog.String("request_id", middleware.GetReqID(r.Context())),
+				slog.String("method", r.Method),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int("bytes", ww.BytesWritten()),
+				slog.Duration("took", took),
+				slog.String("tenant", tenantOf(r.Context())),
+			)
+		})
+	}
+}
+
+// recoverer turns a panic into a 500 problem and a log line with the request ID.
+func recoverer(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					logger.ErrorContext(r.Context(), "panic", "request_id", middleware.GetReqID(r.Context()), "panic", v)
+					writeProblem(w, newProblem(kindInternal, ""))
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+type tenantKey struct{}
+
+func tenantOf(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
+}
+
+// authenticate resolves `Authorization: Bearer <key>` to the key's tenant.
+func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="orderflow"`)
+				writeProblem(w, newProblem(kindUnauthorized, "send Authorization: Bearer <api key>"))
+				return
+			}
+			tenant, err := keys.Tenant(r.Context(), strings.TrimSpace(token))
+			if err != nil {
+				if !errors.Is(err, errUnauthorized) {
+					logger.ErrorContext(r.Context(), "api key lookup failed", "err", err)
+					writeProblem(w, withRetry(newProblem(kindUnavailable, "cannot check the API key now"), 1))
+					return
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="orderflow", error="invalid_token"`)
+				writeProblem(w, newProblem(kindUnauthorized, "the API key is not valid"))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		})
+	}
+}
+
+func withRetry(p problem, seconds int) problem {
+	p.retryAfter = max(seconds, 1)
+	return p
+}

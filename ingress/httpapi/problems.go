@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// kind is the stable identity of an error; its problem type URI is typeBase + kind.
+type kind string
+
+const typeBase = "https://orderflow.dev/problems/"
+
+const (
+	kindUnauthorized     kind = "unauthorized"
+	kindMissingKey       kind = "idempotency-key-missing"
+	kindMalformedKey     kind = "idempotency-key-malformed"
+	kindInvalidBody      kind = "invalid-body"
+	kindBodyTooLarge     kind = "body-too-large"
+	kindUnsupportedMedia kind = "unsupported-media-type"
+	kindInvalidQuery     kind = "invalid-query"
+	kindKeyReused        kind = "idempotency-key-reused"
+	kindInProgress       kind = "request-in-progress"
+	kindNotFound         kind = "not-found"
+	kindNotCancellable   kind = "not-cancellable"
+	kindUnavailable      kind = "unavailable"
+	kindInternal         kind = "internal"
+)
+
+// status maps every kind to its HTTP status and title, in one place.
+func (k kind) status() (int, string) {
+	switch k {
+	case kindUnauthorized:
+		return http.StatusUnauthorized, "Missing or invalid API key"
+	case kindMissingKey:
+		return http.StatusBadRequest, "Idempotency-Key required"
+	case kindMalformedKey:
+		return http.StatusBadRequest, "Malformed Idempotency-Key"
+	case kindInvalidBody:
+		return http.StatusBadRequest, "Invalid request body"
+	case kindBodyTooLarge:
+		return http.StatusRequestEntityTooLarge, "Request body too large"
+	case kindUnsupportedMedia:
+		return http.StatusUnsupportedMediaType, "Unsupported media type"
+	case kindInvalidQuery:
+		return http.StatusBadRequest, "Invalid query parameter"
+	case kindKeyReused:
+		return http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request"
+	case kindInProgress:
+		return http.StatusConflict, "A request with this Idempotency-Key is in progress"
+	case kindNotFound:
+		return http.StatusNotFound, "Not found"
+	case kindNotCancellable:
+		return http.StatusConflict, "Order can no longer be cancelled"
+	case kindUnavailable:
+		return http.StatusServiceUnavailable, "Service temporarily unavailable"
+	}
+	return http.StatusInternalServerError, "Internal error"
+}
+
+// problem is an RFC 9457 problem detail.
+type problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Field      string `json:"field,omitempty"`
+	retryAfter int
+}
+
+func newProblem(k kind, detail string) problem {
+	status, title := k.status()
+	return problem{Type: typeBase + string(k), Title: title, Status: status, Detail: detail}
+}
+
+func writeProblem(w http.ResponseWriter, p problem) {
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,133 @@
+// Package idempotency keeps HTTP idempotency records in Postgres: one row per
+// (tenant, Idempotency-Key) holding the request's fingerprint, its workflow and the
+// response given, kept for a TTL that outlives the workflow's retention in Temporal.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Outcome is what a claim on a key found.
+type Outcome int
+
+const (
+	// Claimed: the caller owns the key and must Complete or Release it.
+	Claimed Outcome = iota
+	// Replay: the key already has a response; send it again.
+	Replay
+	// InFlight: another request with the key is being handled.
+	InFlight
+	// Mismatch: the key was used with a different request.
+	Mismatch
+)
+
+// Record is a stored response.
+type Record struct {
+	WorkflowID string
+	Status     int
+	Body       []byte
+	// RetryAfter is how long until an in-flight claim expires.
+	RetryAfter time.Duration
+}
+
+// Store is the idempotency_keys table.
+type Store struct {
+	pool *pgxpool.Pool
+	ttl  time.Duration
+}
+
+// New returns a store whose records expire after ttl.
+func New(pool *pgxpool.Pool, ttl time.Duration) *Store {
+	return &Store{pool: pool, ttl: ttl}
+}
+
+// Claim takes the key for one request for at most lease. A claim whose lease ran out
+// (its request died: the process was killed) is taken over, which is safe because
+// the workflow start it guards is itself idempotent. Expired records are reclaimed.
+func (s *Store) Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (Outcome, Record, error) {
+	var out Outcome
+	var rec Record
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
+			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
+			ON CONFLICT (tenant, key) DO UPDATE
+			SET fingerprint = EXCLUDED.fingerprint, workflow_id = EXCLUDED.workflow_id,
+			    response_status = NULL, response_body = NULL, locked_until = EXCLUDED.locked_until,
+			    created_at = now(), expires_at = EXCLUDED.expires_at
+			WHERE k.expires_at < now()`,
+			tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds())
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			out, rec = Claimed, Record{WorkflowID: workflowID}
+			return nil
+		}
+		var fp []byte
+		var status *int
+		var lockedFor *float64 // seconds
+		err = tx.QueryRow(ctx, `
+			SELECT fingerprint, workflow_id, response_status, response_body,
+			       CASE WHEN locked_until > now() THEN extract(epoch FROM locked_until - now())::float8 END
+			FROM idempotency_keys WHERE tenant = $1 AND key = $2 FOR UPDATE`,
+			tenant, key).Scan(&fp, &rec.WorkflowID, &status, &rec.Body, &lockedFor)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !bytes.Equal(fp, fingerprint):
+			out = Mismatch
+		case status != nil:
+			out, rec.Status = Replay, *status
+		case lockedFor != nil:
+			out, rec.RetryAfter = InFlight, time.Duration(*lockedFor*float64(time.Second))
+		default:
+			_, err = tx.Exec(ctx, `UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond' WHERE tenant = $1 AND key = $2`,
+				tenant, key, lease.Milliseconds())
+			out = Claimed
+		}
+		return err
+	})
+	if err != nil {
+		return 0, Record{}, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	return out, rec, nil
+}
+
+// Complete stores the response of a claimed key.
+func (s *Store) Complete(ctx context.Context, tenant, key string, status int, body []byte) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE idempotency_keys SET response_status = $3, response_body = $4, locked_until = NULL
+		WHERE tenant = $1 AND key = $2`, tenant, key, status, body)
+	if err != nil {
+		return fmt.Errorf("complete idempotency key: %w", err)
+	}
+	return nil
+}
+
+// Release gives up a claim without a response, so a retry starts over at once.
+func (s *Store) Release(ctx context.Context, tenant, key string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND response_status IS NULL`, tenant, key)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// DeleteExpired removes up to limit expired records and returns how many went.
+func (s *Store) DeleteExpired(ctx context.Context, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM idempotency_keys WHERE ctid IN (
+			SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`, limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

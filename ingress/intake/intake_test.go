@@ -1,0 +1,124 @@
+package intake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const valid = `{"customer_id":"cus_1","currency":"usd","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
+
+func TestDecodeRequest(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		field string // "" means valid
+	}{
+		{"valid", valid, ""},
+		{"unknown field", `{"customer_id":"c","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":1}],"payment_method":"pm","card_number":"4242"}`, "card_number"},
+		{"zero quantity", strings.Replace(valid, `"quantity":2`, `"quantity":0`, 1), "items[0].quantity"},
+		{"negative amount", strings.Replace(valid, `"unit_amount":1299`, `"unit_amount":-5`, 1), "items[0].unit_amount"},
+		{"int64 overflow", strings.Replace(valid, `"quantity":2`, `"quantity":9223372036854775808`, 1), "items.quantity"},
+		{"float", strings.Replace(valid, `"quantity":2`, `"quantity":1.5`, 1), "items.quantity"},
+		{"total overflow", strings.Replace(valid, `"quantity":2`, `"quantity":9223372036854775807`, 1), "items"},
+		{"unknown currency", strings.Replace(valid, `"usd"`, `"XXX"`, 1), "currency"},
+		{"empty items", `{"customer_id":"c","currency":"USD","items":[],"payment_method":"pm"}`, "items"},
+		{"missing customer", `{"currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":1}],"payment_method":"pm"}`, "customer_id"},
+		{"missing payment method", `{"customer_id":"c","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":1}]}`, "payment_method"},
+		{"wrong type", strings.Replace(valid, `"cus_1"`, `42`, 1), "customer_id"},
+		{"not JSON", `customer=1`, "body"},
+		{"empty", ``, "body"},
+		{"trailing data", valid + `{}`, "body"},
+		{"array", `[1,2]`, "body"},
+		{"non-UTF-8", strings.Replace(valid, "cus_1", "cus_\xff", 1), "body"},
+		{"deep nesting", strings.Repeat("[", 50) + strings.Repeat("]", 50), "body"},
+		{"null", `null`, "customer_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := DecodeRequest([]byte(tt.body))
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				if r.Currency != "USD" {
+					t.Fatalf("currency not normalised: %q", r.Currency)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Fatalf("err = %v, want a FieldError on %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestFingerprintIgnoresFormatting(t *testing.T) {
+	a, err := DecodeRequest([]byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reordered := `{ "payment_method": "pm_card_visa", "items": [ {"unit_amount":1299, "quantity":2, "sku":"sku-1"} ],
+		"currency": "USD", "customer_id": "cus_1" }`
+	b, err := DecodeRequest([]byte(reordered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(Fingerprint(a), Fingerprint(b)) {
+		t.Fatal("same request, different fingerprints")
+	}
+	b.Items[0].Quantity = 3
+	if bytes.Equal(Fingerprint(a), Fingerprint(b)) {
+		t.Fatal("different requests, same fingerprint")
+	}
+}
+
+func TestWorkflowIDCannotCollideAcrossTenants(t *testing.T) {
+	tests := []struct{ tenant, key, want string }{
+		{"acme", "k1", "order:acme:k1"},
+		{"acme", "a:b", "order:acme:a%3Ab"},
+		{"acme", "50%", "order:acme:50%25"},
+		{"acme", "é", "order:acme:%C3%A9"},
+	}
+	for _, tt := range tests {
+		if got := WorkflowID(tt.tenant, tt.key); got != tt.want {
+			t.Errorf("WorkflowID(%q, %q) = %q, want %q", tt.tenant, tt.key, got, tt.want)
+		}
+	}
+	// Tenant "a" with key "b:c" must not equal tenant "a:b" with key "c" (tenant
+	// names cannot hold ':', and the key's ':' is escaped).
+	if WorkflowID("a", "b:c") == "order:a:b:c" {
+		t.Fatal("key ':' not escaped")
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{valid, `{}`, `null`, `[]`, `{"items":[{"quantity":1e400}]}`, strings.Repeat("{", 100), "\xff\xfe", `{"customer_id":"c","currency":"USD","items":[{"sku":"a","quantity":9223372036854775807,"unit_amount":2}],"payment_method":"p"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeRequest(data)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field == "" {
+				t.Fatalf("error without a field: %v", err)
+			}
+			return
+		}
+		// An accepted request re-encodes to an equal, still valid request.
+		b, _ := json.Marshal(r)
+		again, err := DecodeRequest(b)
+		if err != nil {
+			t.Fatalf("re-encoded request rejected: %v", err)
+		}
+		if !bytes.Equal(Fingerprint(r), Fingerprint(again)) {
+			t.Fatal("fingerprint changed across a round trip")
+		}
+		if o := r.Order("t", "order:t:k"); o.Amount <= 0 {
+			t.Fatalf("accepted order with amount %d", o.Amount)
+		}
+	})
+}

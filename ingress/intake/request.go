@@ -1,0 +1,218 @@
+// Package intake turns outside input into idempotent workflow starts, the same way
+// for HTTP requests and Kafka events: strict decoding and validation of the order,
+// a fingerprint of the request, the workflow ID derived from tenant and key, and a
+// start that a duplicate can never turn into a second workflow.
+package intake
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// Request is the order a client asks for, as in the POST body and the event's
+// "order" field.
+type Request struct {
+	CustomerID    string       `json:"customer_id"`
+	Currency      string       `json:"currency"`
+	Items         []order.Item `json:"items"`
+	PaymentMethod string       `json:"payment_method"`
+}
+
+// FieldError names the part of the input that is wrong.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+func fieldErr(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Limits of a request.
+const (
+	MaxItems       = 100
+	maxIDLen       = 128
+	maxNestedDepth = 8
+)
+
+// DecodeRequest parses and validates an order strictly: UTF-8 only, no unknown
+// fields, no trailing data, no deep nesting, every number an int64.
+func DecodeRequest(data []byte) (Request, error) {
+	var r Request
+	if err := DecodeStrict(data, &r); err != nil {
+		return r, err
+	}
+	return r, r.Validate()
+}
+
+// DecodeStrict decodes one JSON value into v, refusing what a lenient decoder lets
+// through.
+func DecodeStrict(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return fieldErr("body", "not valid UTF-8")
+	}
+	if depth(data) > maxNestedDepth {
+		return fieldErr("body", "nested deeper than %d levels", maxNestedDepth)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonFieldError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fieldErr("body", "unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// depth is the maximum nesting of arrays and objects, outside strings.
+func depth(data []byte) int {
+	d, max, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			d++
+			if d > max {
+				max = d
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return max
+}
+
+func jsonFieldError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		if typeErr.Value == "number" || strings.HasPrefix(typeErr.Value, "number ") {
+			return fieldErr(field, "must be an integer that fits in 64 bits")
+		}
+		return fieldErr(field, "must be of type %s, not %s", jsonType(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fieldErr("body", "malformed JSON at byte %d", syntaxErr.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fieldErr("body", "empty or truncated JSON")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if name = strings.Trim(name, `"`); name != "" {
+			return fieldErr(name, "unknown field")
+		}
+		return fieldErr("body", "unknown field with an empty name")
+	}
+	return fieldErr("body", "%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "int64", "int":
+		return "integer"
+	case "slice":
+		return "array"
+	case "struct":
+		return "object"
+	}
+	return kind
+}
+
+// Validate checks every field; the first problem is returned.
+func (r *Request) Validate() error {
+	if err := checkID("customer_id", r.CustomerID); err != nil {
+		return err
+	}
+	r.Currency = strings.ToUpper(r.Currency)
+	if !knownCurrency(r.Currency) {
+		return fieldErr("currency", "unknown ISO 4217 currency %q", r.Currency)
+	}
+	if len(r.Items) == 0 {
+		return fieldErr("items", "at least one item is required")
+	}
+	if len(r.Items) > MaxItems {
+		return fieldErr("items", "at most %d items", MaxItems)
+	}
+	for i, it := range r.Items {
+		if err := checkID(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
+			return err
+		}
+		if it.Quantity <= 0 {
+			return fieldErr(fmt.Sprintf("items[%d].quantity", i), "must be positive")
+		}
+		if it.UnitAmount <= 0 {
+			return fieldErr(fmt.Sprintf("items[%d].unit_amount", i), "must be positive (minor units)")
+		}
+	}
+	if _, err := order.Total(r.Items); err != nil {
+		return fieldErr("items", "%v", err)
+	}
+	if err := checkID("payment_method", r.PaymentMethod); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkID accepts 1-128 visible ASCII characters.
+func checkID(field, v string) error {
+	if v == "" {
+		return fieldErr(field, "is required")
+	}
+	if len(v) > maxIDLen {
+		return fieldErr(field, "longer than %d characters", maxIDLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return fieldErr(field, "must be visible ASCII characters")
+		}
+	}
+	return nil
+}
+
+func knownCurrency(c string) bool {
+	switch c {
+	case "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "SEK", "NOK", "DKK", "PLN",
+		"CZK", "HUF", "RON", "BGN", "TRY", "ILS", "AED", "SAR", "INR", "SGD", "HKD", "CNY",
+		"KRW", "TWD", "THB", "MYR", "IDR", "PHP", "MXN", "BRL", "ARS", "CLP", "COP", "ZAR":
+		return true
+	}
+	return false
+}
+
+// Fingerprint is a SHA-256 of the request in canonical form (validated, currency
+// upper-cased, fields in fixed order), so whitespace and key order do not matter.
+func Fingerprint(r Request) []byte {
+	b, _ := json.Marshal(r) // a struct of strings and ints cannot fail
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// Order builds the order a workflow will run.
+func (r Request) Order(tenant, workflowID string) order.Order {
+	total, _ := order.Total(r.Items) // validated
+	return order.Order{
+		ID: order.IDFor(workflowID), Tenant: tenant, WorkflowID: workflowID,
+		CustomerID: r.CustomerID, Currency: r.Currency, Items: r.Items, Amount: total,
+		PaymentMethod: r.PaymentMethod,
+	}
+}

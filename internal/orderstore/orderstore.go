@@ -1,0 +1,169 @@
+// Package orderstore reads and writes the orders table, the read model shared by the
+// workflow's activities (which write it) and the HTTP API (which reads it).
+package orderstore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// ErrNotFound is an order that does not exist for the tenant asking.
+var ErrNotFound = errors.New("order not found")
+
+// View is an order as clients see it.
+type View struct {
+	ID         string       `json:"id"`
+	Status     order.Status `json:"status"`
+	CustomerID string       `json:"customer_id"`
+	Currency   string       `json:"currency"`
+	Amount     int64        `json:"amount"`
+	Items      []order.Item `json:"items"`
+	PaymentRef string       `json:"payment_ref,omitempty"`
+	Failure    string       `json:"failure,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	workflowID string
+}
+
+// WorkflowID is the ID of the order's workflow.
+func (v View) WorkflowID() string { return v.workflowID }
+
+// Store is the orders table.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns the store.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Insert records the order as PENDING; inserting it again is a no-op.
+func (s *Store) Insert(ctx context.Context, o order.Order) error {
+	items, err := json.Marshal(o.Items)
+	if err != nil {
+		return fmt.Errorf("encode items: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (id) DO NOTHING`,
+		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending)
+	if err != nil {
+		return fmt.Errorf("insert order %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), created_at, updated_at, workflow_id`
+
+func scan(row pgx.Row) (View, error) {
+	var v View
+	var items []byte
+	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.workflowID)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(items, &v.Items); err != nil {
+		return v, fmt.Errorf("decode items of %s: %w", v.ID, err)
+	}
+	return v, nil
+}
+
+// Get returns one of the tenant's orders; another tenant's order is ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, id string) (View, error) {
+	v, err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND id = $2`, tenant, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, ErrNotFound
+	}
+	if err != nil {
+		return v, fmt.Errorf("get order %s: %w", id, err)
+	}
+	return v, nil
+}
+
+// Filter narrows a list; Cursor continues a previous page.
+type Filter struct {
+	CustomerID string
+	Status     order.Status
+	Limit      int
+	Cursor     string
+}
+
+// ErrBadCursor is a cursor this store did not issue.
+var ErrBadCursor = errors.New("invalid cursor")
+
+// List returns the tenant's orders, newest first, and the cursor of the next page
+// ("" on the last page). Pagination is keyset on (created_at, id): stable under
+// concurrent inserts.
+func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]View, string, error) {
+	q := `SELECT ` + columns + ` FROM orders WHERE tenant = $1`
+	args := []any{tenant}
+	if f.CustomerID != "" {
+		args = append(args, f.CustomerID)
+		q += fmt.Sprintf(" AND customer_id = $%d", len(args))
+	}
+	if f.Status != "" {
+		args = append(args, f.Status)
+		q += fmt.Sprintf(" AND status = $%d", len(args))
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, at, id)
+		q += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	args = append(args, f.Limit+1)
+	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list orders: %w", err)
+	}
+	defer rows.Close()
+	out := []View{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list orders: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list orders: %w", err)
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return out, next, nil
+}
+
+func encodeCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + ":" + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", ErrBadCursor
+	}
+	ts, id, ok := strings.Cut(string(b), ":")
+	us, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil || id == "" {
+		return time.Time{}, "", ErrBadCursor
+	}
+	return time.UnixMicro(us), id, nil
+}

@@ -1,0 +1,90 @@
+package stacktest
+
+import (
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/payments"
+	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/worker"
+)
+
+// Orders is the order pipeline on the real stack for one test: its own task queue
+// and events topic, and the payment sandbox inside the test process so the test can
+// count charges and inject faults.
+type Orders struct {
+	Pool     *pgxpool.Pool
+	Temporal client.Client
+	Sim      *paysim.Server
+	SimURL   string
+	Queue    string
+	Topic    string
+	Brokers  []string
+	Env      map[string]string
+}
+
+// NewOrders prepares the pipeline; no worker runs yet.
+func NewOrders(tb testing.TB) *Orders {
+	tb.Helper()
+	h := &Orders{
+		Pool:     Pool(tb),
+		Temporal: Temporal(tb),
+		Sim:      paysim.New(slog.New(slog.NewTextHandler(io.Discard, nil)), paysim.Faults{}),
+		Queue:    Name("orders"),
+		Topic:    Topic(tb, 1),
+		Brokers:  Brokers(tb),
+		Env:      Env(tb),
+	}
+	srv := httptest.NewServer(h.Sim.Handler())
+	tb.Cleanup(srv.Close)
+	h.SimURL = srv.URL
+	return h
+}
+
+// StartWorker runs the real worker inside the test process until cleanup.
+func (h *Orders) StartWorker(tb testing.TB) {
+	tb.Helper()
+	writer := activities.NewWriter(h.Brokers, h.Topic)
+	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
+		worker.Activities{
+			Orders:   activities.NewOrders(h.Pool),
+			Payments: activities.NewPayments(h.Pool, payments.New(h.SimURL, "", 2*time.Second)),
+			Events:   activities.NewEvents(writer),
+		})
+	if err := w.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		w.Stop()
+		_ = writer.Close()
+	})
+}
+
+// WorkerEnv is the environment of a cmd/worker process serving this pipeline.
+func (h *Orders) WorkerEnv() map[string]string {
+	return map[string]string{
+		"DATABASE_URL":        h.Env["DATABASE_URL"],
+		"TEMPORAL_ADDRESS":    h.Env["TEMPORAL_ADDRESS"],
+		"TEMPORAL_NAMESPACE":  h.Env["TEMPORAL_NAMESPACE"],
+		"KAFKA_BROKERS":       h.Env["KAFKA_BROKERS"],
+		"TASK_QUEUE":          h.Queue,
+		"EVENTS_TOPIC":        h.Topic,
+		"PAYMENTS_URL":        h.SimURL,
+		"PAYMENTS_TIMEOUT":    "10s",
+		"OPS_ADDR":            "127.0.0.1:0",
+		"WORKER_STOP_TIMEOUT": "5s",
+	}
+}
+
+// StartWorkerProcess runs cmd/worker as a child process, so it can be killed.
+func (h *Orders) StartWorkerProcess(tb testing.TB) *Proc {
+	tb.Helper()
+	return Start(tb, Binary(tb, "cmd/worker"), h.WorkerEnv())
+}
