@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +22,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/segmentio/kafka-go"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -168,8 +173,58 @@ func Topic(tb testing.TB, partitions int) string {
 			if p.Leader.Host == "" {
 				return false
 			}
+			// The leader answers for the partition only once it has created it.
+			lc, err := kafka.DialLeader(context.Background(), "tcp", Brokers(tb)[0], topic, p.ID)
+			if err != nil {
+				return false
+			}
+			_, err = lc.ReadLastOffset()
+			lc.Close()
+			if err != nil {
+				return false
+			}
 		}
 		return true
 	})
 	return topic
+}
+
+// Runs counts the runs of a workflow ID known to Temporal's visibility store.
+func Runs(tb testing.TB, c client.Client, workflowID string) int {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId = %q", workflowID),
+	})
+	if err != nil {
+		tb.Fatalf("list runs of %s: %v", workflowID, err)
+	}
+	return len(resp.Executions)
+}
+
+// Metric returns the value of a counter or gauge (summed over its labels) in text
+// exposition format, as served on /metrics.
+func Metric(tb testing.TB, metricsText, name string) float64 {
+	tb.Helper()
+	var sum float64
+	for _, line := range strings.Split(metricsText, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			tb.Fatalf("metric line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// MetricsText renders a registry as /metrics would.
+func MetricsText(reg *prometheus.Registry) string {
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
 }

@@ -1,0 +1,401 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":100}],"payment_method":"pm_card_visa"}`
+
+func event(id, tenant string) []byte {
+	return []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, id, tenant, orderJSON))
+}
+
+// pipeline is a requests topic (4 partitions), a DLQ, a group and a tenant on the
+// real stack, plus the order pipeline of stacktest.
+type pipeline struct {
+	*stacktest.Orders
+	requests, dlq, group, tenant string
+}
+
+func newPipeline(t *testing.T) *pipeline {
+	t.Helper()
+	p := &pipeline{Orders: stacktest.NewOrders(t), group: stacktest.Name("group"), tenant: stacktest.Name("tenant")}
+	p.requests = stacktest.Topic(t, 4)
+	p.dlq = stacktest.Topic(t, 1)
+	if _, err := apikeys.New(p.Pool).Create(context.Background(), p.tenant); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *pipeline) produce(t *testing.T, msgs ...kafka.Message) {
+	t.Helper()
+	w := p.writer(p.requests)
+	defer w.Close()
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writer has a transport of its own: the shared default one caches topic metadata
+// for seconds and would not know a topic this test just created.
+func (p *pipeline) writer(topic string) *kafka.Writer {
+	return &kafka.Writer{Addr: kafka.TCP(p.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+}
+
+// runConsumer runs the consumer in the test process until the returned stop is called.
+func (p *pipeline) runConsumer(t *testing.T) (reg *prometheus.Registry, stop func()) {
+	t.Helper()
+	reg = prometheus.NewRegistry()
+	reader := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: p.Brokers, GroupID: p.group, Topic: p.requests, StartOffset: kafka.FirstOffset,
+		MaxWait: 100 * time.Millisecond, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
+	})
+	dlq := activities.NewWriter(p.Brokers, p.dlq)
+	c := consumer.New(consumer.Options{Group: p.group, CommitInterval: 50 * time.Millisecond}, reader, dlq,
+		intake.NewStarter(p.Temporal, p.Queue, 0), consumer.NewStore(p.Pool),
+		stacktest.Logger(t), consumer.NewMetrics(reg))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("consumer: %v", err)
+			}
+			reader.Close()
+			dlq.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return reg, stop
+}
+
+func (p *pipeline) processed(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := p.Pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_events WHERE consumer_group = $1`, p.group).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// lagging returns the partitions whose committed offset is behind their end.
+func (p *pipeline) lagging(t *testing.T) map[int][2]int64 {
+	t.Helper()
+	ctx := context.Background()
+	cl := &kafka.Client{Addr: kafka.TCP(p.Brokers...), Timeout: 10 * time.Second}
+	resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: p.group, Topics: map[string][]int{p.requests: {0, 1, 2, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := map[int][2]int64{}
+	for _, part := range resp.Topics[p.requests] {
+		conn, err := kafka.DialLeader(ctx, "tcp", p.Brokers[0], p.requests, part.Partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed := max(part.CommittedOffset, 0)
+		if committed != end {
+			lag[part.Partition] = [2]int64{committed, end}
+		}
+	}
+	return lag
+}
+
+func (p *pipeline) deadLetters(t *testing.T, want int) []kafka.Message {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: p.Brokers, Topic: p.dlq, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []kafka.Message
+	for len(out) < want {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read dead letters (%d of %d): %v", len(out), want, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestDuplicatesPoisonAndPartitions(t *testing.T) {
+	p := newPipeline(t)
+	unknownTenant := stacktest.Name("unknown")
+	var msgs []kafka.Message
+	valid := map[string]bool{}
+	for i := range 8 {
+		id := fmt.Sprintf("evt-%d", i)
+		valid[id] = true
+		msgs = append(msgs, kafka.Message{Key: []byte(id), Value: event(id, p.tenant)})
+	}
+	// The same event three times, on different partitions.
+	valid["dup"] = true
+	for _, key := range []string{"a", "b", "c"} {
+		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: event("dup", p.tenant)})
+	}
+	poison := []kafka.Message{
+		{Key: []byte("poison"), Value: []byte("not json at all")},
+		{Key: []byte("poison"), Value: []byte(`{"tenant":"x","order":{}}`)},
+		{Key: []byte("poison"), Value: event("unknown-tenant", unknownTenant)},
+		{Key: []byte("poison"), Value: []byte(strings.Replace(string(event("bad-order", p.tenant)), `"quantity":1`, `"quantity":0`, 1))},
+	}
+	msgs = append(msgs, poison...)
+	// Valid events after the poison, on the poison's partition.
+	for i := range 3 {
+		id := fmt.Sprintf("after-poison-%d", i)
+		valid[id] = true
+		msgs = append(msgs, kafka.Message{Key: []byte("poison"), Value: event(id, p.tenant)})
+	}
+	p.produce(t, msgs...)
+
+	reg, stop := p.runConsumer(t)
+	stacktest.Eventually(t, 60*time.Second, "every valid event to be processed", func() bool { return p.processed(t) == len(valid) })
+	dead := p.deadLetters(t, len(poison))
+	stacktest.Eventually(t, 30*time.Second, "all offsets to be committed", func() bool { return len(p.lagging(t)) == 0 })
+	stop()
+
+	for id := range valid {
+		wid := intake.WorkflowID(p.tenant, id)
+		stacktest.Eventually(t, 10*time.Second, "workflow "+wid+" to be visible", func() bool { return stacktest.Runs(t, p.Temporal, wid) >= 1 })
+		if n := stacktest.Runs(t, p.Temporal, wid); n != 1 {
+			t.Errorf("event %s started %d workflows", id, n)
+		}
+	}
+	metrics := stacktest.MetricsText(reg)
+	if d := stacktest.Metric(t, metrics, "orderflow_consumer_duplicates_total"); d != 2 {
+		t.Errorf("duplicates absorbed = %v, want 2", d)
+	}
+	if d := stacktest.Metric(t, metrics, "orderflow_consumer_dead_lettered_total"); int(d) != len(poison) {
+		t.Errorf("dead-lettered = %v, want %d", d, len(poison))
+	}
+	if s := stacktest.Metric(t, metrics, "orderflow_consumer_workflow_starts_total"); int(s) != len(valid) {
+		t.Errorf("starts = %v, want %d", s, len(valid))
+	}
+	// Poison messages of one partition are handled concurrently, so the dead
+	// letters may come in any order.
+	want := map[string]bool{}
+	for _, m := range poison {
+		want[string(m.Value)] = true
+	}
+	for i, m := range dead {
+		if header(m, consumer.HeaderTopic) != p.requests || header(m, consumer.HeaderError) == "" ||
+			header(m, consumer.HeaderPartition) == "" || header(m, consumer.HeaderOffset) == "" {
+			t.Errorf("dead letter %d headers: %v", i, m.Headers)
+		}
+		if !want[string(m.Value)] {
+			t.Errorf("dead letter %d = %q: not one of the poison messages, or twice", i, m.Value)
+		}
+		delete(want, string(m.Value))
+		t.Logf("dead letter from offset %s: %s", header(m, consumer.HeaderOffset), header(m, consumer.HeaderError))
+	}
+
+	// Once the tenant exists, a redrive brings the dead-lettered event back; a second
+	// redrive is absorbed as a duplicate.
+	if _, err := apikeys.New(p.Pool).Create(context.Background(), unknownTenant); err != nil {
+		t.Fatal(err)
+	}
+	w := p.writer("")
+	defer w.Close()
+	for range 2 {
+		sum, err := consumer.Redrive(context.Background(), p.Brokers, p.dlq, []string{"unknown-tenant"}, w, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil || sum.Read != len(poison) || sum.Redriven != 1 {
+			t.Fatalf("redrive: %+v, %v", sum, err)
+		}
+	}
+	reg, _ = p.runConsumer(t)
+	stacktest.Eventually(t, 30*time.Second, "the redriven event to be processed", func() bool { return p.processed(t) == len(valid)+1 })
+	stacktest.Eventually(t, 30*time.Second, "the second redrive to be absorbed", func() bool {
+		return counter(t, reg, "orderflow_consumer_duplicates_total") == 1
+	})
+	wid := intake.WorkflowID(unknownTenant, "unknown-tenant")
+	stacktest.Eventually(t, 10*time.Second, "the redriven workflow", func() bool { return stacktest.Runs(t, p.Temporal, wid) == 1 })
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return stacktest.Metric(t, stacktest.MetricsText(reg), name)
+}
+
+func (p *pipeline) workerEnv(opsAddr string, extra map[string]string) map[string]string {
+	env := p.WorkerEnv()
+	env["REQUESTS_TOPIC"] = p.requests
+	env["DLQ_TOPIC"] = p.dlq
+	env["CONSUMER_GROUP"] = p.group
+	env["OPS_ADDR"] = opsAddr
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func scrape(t *testing.T, opsAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + opsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The worker is killed with SIGKILL after its starts were acknowledged and before
+// their offsets were committed (the commit interval is set beyond the test, which
+// forces the window). The restarted worker gets every event again and starts nothing.
+func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
+	p := newPipeline(t)
+	const n = 20
+	var msgs []kafka.Message
+	for i := range n {
+		id := fmt.Sprintf("evt-%d", i)
+		msgs = append(msgs, kafka.Message{Key: []byte(id), Value: event(id, p.tenant)})
+	}
+	p.produce(t, msgs...)
+
+	ops := freeAddr(t)
+	first := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), p.workerEnv(ops, map[string]string{"CONSUMER_COMMIT_INTERVAL": "1h"}))
+	stacktest.Eventually(t, 60*time.Second, "all starts to be acknowledged", func() bool { return p.processed(t) == n })
+	if lag := p.lagging(t); len(lag) == 0 {
+		t.Fatal("offsets were committed: the window between start and commit was not forced")
+	}
+	first.Kill(t)
+
+	ops = freeAddr(t)
+	stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), p.workerEnv(ops, nil))
+	stacktest.Eventually(t, 60*time.Second, "the redelivered events to be committed", func() bool { return len(p.lagging(t)) == 0 })
+	metrics := scrape(t, ops)
+	dups, starts := stacktest.Metric(t, metrics, "orderflow_consumer_duplicates_total"), stacktest.Metric(t, metrics, "orderflow_consumer_workflow_starts_total")
+	t.Logf("after SIGKILL between start and commit: %v redelivered events absorbed, %v new starts", dups, starts)
+	if dups != n || starts != 0 {
+		t.Fatalf("duplicates %v, starts %v: want %d and 0", dups, starts, n)
+	}
+	if got := p.processed(t); got != n {
+		t.Fatalf("processed events = %d", got)
+	}
+	for i := range n {
+		wid := intake.WorkflowID(p.tenant, fmt.Sprintf("evt-%d", i))
+		if runs := stacktest.Runs(t, p.Temporal, wid); runs != 1 {
+			t.Fatalf("%s has %d runs", wid, runs)
+		}
+	}
+}
+
+// SIGTERM while events flow and charges are in flight: the worker exits 0 within its
+// deadline; after a restart every event has exactly one workflow and one charge.
+func TestGracefulStopUnderLoad(t *testing.T) {
+	p := newPipeline(t)
+	p.Sim.SetFaults(paysim.Faults{LatencyMS: 300})
+	bin := stacktest.Binary(t, "cmd/worker")
+	ops := freeAddr(t)
+	first := stacktest.Start(t, bin, p.workerEnv(ops, nil))
+
+	// Each write either succeeds or fails for sure (it is not cancelled midway), so
+	// produced is exactly what the broker has.
+	var stop atomic.Bool
+	var produced []string
+	var mu sync.Mutex
+	producerDone := make(chan struct{})
+	go func() {
+		defer close(producerDone)
+		w := p.writer(p.requests)
+		defer w.Close()
+		for i := 0; !stop.Load() && i < 2000; i++ {
+			id := fmt.Sprintf("load-%d", i)
+			if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte(id), Value: event(id, p.tenant)}); err != nil {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			mu.Lock()
+			produced = append(produced, id)
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+
+	stacktest.Eventually(t, 60*time.Second, "charges to be in flight", func() bool { return p.Sim.InFlight() > 0 && p.processed(t) > 20 })
+	began := time.Now()
+	first.Signal(syscall.SIGTERM)
+	code := first.Wait(t, 30*time.Second)
+	took := time.Since(began)
+	t.Logf("SIGTERM under load: exit %d after %s", code, took.Round(time.Millisecond))
+	if code != 0 || took > 25*time.Second {
+		t.Fatalf("exit code %d after %s: want 0 within 25s", code, took)
+	}
+
+	time.Sleep(time.Second) // events keep arriving while no worker runs
+	stacktest.Start(t, bin, p.workerEnv(freeAddr(t), nil))
+	time.Sleep(time.Second)
+	stop.Store(true)
+	<-producerDone
+	mu.Lock()
+	ids := append([]string(nil), produced...)
+	mu.Unlock()
+
+	stacktest.Eventually(t, 120*time.Second, fmt.Sprintf("all %d events to be processed", len(ids)), func() bool { return p.processed(t) == len(ids) })
+	stacktest.Eventually(t, 120*time.Second, "every order to be paid", func() bool {
+		var paid int
+		_ = p.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, p.tenant).Scan(&paid)
+		return paid == len(ids)
+	})
+	for _, id := range ids {
+		key := order.PaymentKey(intake.WorkflowID(p.tenant, id), "charge")
+		if n := len(p.Sim.Charges(key)); n != 1 {
+			t.Fatalf("event %s: %d charges", id, n)
+		}
+	}
+	if n := len(p.Sim.Charges("")); n != len(ids) {
+		t.Fatalf("charges = %d, events = %d", n, len(ids))
+	}
+	t.Logf("%d events produced across the restart: %d workflows paid, %d charges", len(ids), len(ids), len(p.Sim.Charges("")))
+}

@@ -1,0 +1,67 @@
+// Package consumer turns events of the orders.requested topic into idempotent
+// workflow starts. Offsets are committed only after the starts they trigger are
+// acknowledged, as the contiguous per-partition watermark; poison messages go to a
+// dead-letter topic; redeliveries are absorbed by processed_events and the workflow
+// ID.
+package consumer
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/apikeys"
+)
+
+// Event is a message of orders.requested.
+type Event struct {
+	EventID string
+	Tenant  string
+	Order   intake.Request
+}
+
+// DecodeEvent parses and validates an event strictly. Every error is a *intake.FieldError
+// naming what is wrong: the message is poison and retrying cannot fix it.
+func DecodeEvent(value []byte) (Event, error) {
+	var raw struct {
+		EventID string          `json:"eventId"`
+		Tenant  string          `json:"tenant"`
+		Order   json.RawMessage `json:"order"`
+	}
+	if err := intake.DecodeStrict(value, &raw); err != nil {
+		return Event{}, err
+	}
+	if err := checkEventID(raw.EventID); err != nil {
+		return Event{}, err
+	}
+	if !apikeys.ValidTenant(raw.Tenant) {
+		return Event{}, &intake.FieldError{Field: "tenant", Message: "missing or not a tenant name"}
+	}
+	if len(raw.Order) == 0 || string(raw.Order) == "null" {
+		return Event{}, &intake.FieldError{Field: "order", Message: "is required"}
+	}
+	req, err := intake.DecodeRequest(raw.Order)
+	if err != nil {
+		var fe *intake.FieldError
+		if errors.As(err, &fe) {
+			return Event{}, &intake.FieldError{Field: "order." + fe.Field, Message: fe.Message}
+		}
+		return Event{}, err
+	}
+	return Event{EventID: raw.EventID, Tenant: raw.Tenant, Order: req}, nil
+}
+
+func checkEventID(id string) error {
+	if id == "" {
+		return &intake.FieldError{Field: "eventId", Message: "is required"}
+	}
+	if len(id) > 255 {
+		return &intake.FieldError{Field: "eventId", Message: "longer than 255 characters"}
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return &intake.FieldError{Field: "eventId", Message: "must be visible ASCII characters"}
+		}
+	}
+	return nil
+}

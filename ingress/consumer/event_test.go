@@ -1,0 +1,60 @@
+package consumer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+)
+
+const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":100}],"payment_method":"pm_card_visa"}`
+
+func TestDecodeEvent(t *testing.T) {
+	tests := []struct {
+		name, value, field string
+	}{
+		{"valid", `{"eventId":"e1","tenant":"acme","order":` + orderJSON + `}`, ""},
+		{"not JSON", `hello`, "body"},
+		{"no eventId", `{"tenant":"acme","order":` + orderJSON + `}`, "eventId"},
+		{"bad tenant", `{"eventId":"e1","tenant":"Acme:1","order":` + orderJSON + `}`, "tenant"},
+		{"no order", `{"eventId":"e1","tenant":"acme"}`, "order"},
+		{"invalid order", `{"eventId":"e1","tenant":"acme","order":` + strings.Replace(orderJSON, `"quantity":1`, `"quantity":-1`, 1) + `}`, "order.items[0].quantity"},
+		{"unknown field", `{"eventId":"e1","tenant":"acme","order":` + orderJSON + `,"x":1}`, "x"},
+		{"eventId with space", `{"eventId":"e 1","tenant":"acme","order":` + orderJSON + `}`, "eventId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := DecodeEvent([]byte(tt.value))
+			if tt.field == "" {
+				if err != nil || ev.EventID != "e1" || ev.Tenant != "acme" || ev.Order.CustomerID != "cus_1" {
+					t.Fatalf("DecodeEvent = %+v, %v", ev, err)
+				}
+				return
+			}
+			var fe *intake.FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Fatalf("err = %v, want a FieldError on %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	for _, s := range []string{`{"eventId":"e1","tenant":"acme","order":` + orderJSON + `}`, `{}`, `null`, `{"order":null}`, "\x00", `{"eventId":"` + strings.Repeat("x", 300) + `"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		ev, err := DecodeEvent(value)
+		if err != nil {
+			var fe *intake.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error is not a FieldError: %v", err)
+			}
+			return
+		}
+		if checkEventID(ev.EventID) != nil || ev.Tenant == "" || ev.Order.Validate() != nil {
+			t.Fatalf("accepted an invalid event: %+v", ev)
+		}
+	})
+}

@@ -1,0 +1,40 @@
+package consumer
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the consumer's Prometheus metrics.
+type Metrics struct {
+	consumed      prometheus.Counter
+	starts        prometheus.Counter
+	duplicates    prometheus.Counter
+	deadLettered  prometheus.Counter
+	commitSeconds prometheus.Histogram
+	lag           *prometheus.GaugeVec
+}
+
+// NewMetrics registers the consumer's metrics.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		consumed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_messages_total", Help: "Messages fetched from the requests topic.",
+		}),
+		starts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_workflow_starts_total", Help: "Events turned into new workflow starts.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_duplicates_total", Help: "Redelivered events absorbed without a new start.",
+		}),
+		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_dead_lettered_total", Help: "Poison messages sent to the dead-letter topic.",
+		}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "orderflow_consumer_commit_duration_seconds", Help: "Latency of offset commits.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "orderflow_consumer_lag_messages", Help: "Messages behind the partition's high watermark at the last fetch.",
+		}, []string{"partition"}),
+	}
+	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.lag)
+	return m
+}
