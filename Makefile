@@ -4,16 +4,29 @@ SHELL := /bin/bash
 GO    ?= go
 STACK := $(CURDIR)/.stack
 
-.PHONY: run test unit stack-up stack-down vet bench
+.PHONY: run test chaos unit stack-up stack-down vet bench
 
 ## run: start the local stack and the whole service in the foreground (Ctrl-C stops it)
 run:
 	scripts/run
 
-## test: start the local stack, then every test with the race detector; stack tests are required
+TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
+
+## test: start the local stack, then every test with the race detector (stack tests
+## required), then the fault suite (chaos/), one test at a time since it restarts
+## the stack's servers
 test: stack-up vet
-	ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 \
-		$(GO) test -race -count=1 -v -timeout 45m ./... 2>&1 | tee $(STACK)/test.log | scripts/test-summary
+	@rm -f $(STACK)/chaos-summary.txt
+	{ $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m ./...; a=$$?; \
+	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
+	  exit $$((a | b)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary
+	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt
+
+## chaos: only the fault suite
+chaos: stack-up
+	@rm -f $(STACK)/chaos-summary.txt
+	$(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/ 2>&1 | scripts/test-summary
+	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt
 
 ## unit: tests that need no stack (the stack tests skip)
 unit:
@@ -28,3 +41,12 @@ stack-up:
 
 stack-down:
 	scripts/stack down
+
+## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default
+N ?= 500
+C ?= 16
+bench: stack-up
+	mkdir -p $(STACK)/bin
+	$(GO) build -o $(STACK)/bin/ ./cmd/api ./cmd/worker ./cmd/paysim ./cmd/bench
+	set -a; . $(STACK)/env; set +a; $(STACK)/bin/bench -n $(N) -c $(C) -bin $(STACK)/bin -out bench/results
+	$(GO) test -run '^$$' -bench . -benchmem ./ingress/...

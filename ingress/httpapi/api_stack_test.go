@@ -380,8 +380,8 @@ func TestBadInputGetsAClear4xx(t *testing.T) {
 			t.Fatalf("logs contain %q", secret)
 		}
 	}
-	if !strings.Contains(logs, `"route":"/v1/orders"`) {
-		t.Fatalf("no access log lines captured: %s", logs)
+	if !strings.Contains(logs, `"route":"/v1/orders"`) || !strings.Contains(logs, `"tenant":"`+tenant+`"`) {
+		t.Fatalf("no access log line with route and tenant captured: %s", logs)
 	}
 }
 

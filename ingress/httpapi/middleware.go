@@ -53,6 +53,7 @@ func observe(logger *slog.Logger, m *metrics) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			began := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			r = r.WithContext(context.WithValue(r.Context(), tenantKey{}, &tenantSlot{}))
 			next.ServeHTTP(ww, r)
 			route := chi.RouteContext(r.Context()).RoutePattern()
 			if route == "" {
@@ -101,9 +102,15 @@ func recoverer(logger *slog.Logger) func(http.Handler) http.Handler {
 
 type tenantKey struct{}
 
+// tenantSlot carries the authenticated tenant back up to the access log, which
+// wraps the handler and so never sees the context authenticate derives.
+type tenantSlot struct{ name string }
+
 func tenantOf(ctx context.Context) string {
-	t, _ := ctx.Value(tenantKey{}).(string)
-	return t
+	if s, ok := ctx.Value(tenantKey{}).(*tenantSlot); ok {
+		return s.name
+	}
+	return ""
 }
 
 // authenticate resolves `Authorization: Bearer <key>` to the key's tenant.
@@ -127,7 +134,12 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 				writeProblem(w, newProblem(kindUnauthorized, "the API key is not valid"))
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+			if slot, ok := r.Context().Value(tenantKey{}).(*tenantSlot); ok {
+				slot.name = tenant
+				next.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, &tenantSlot{name: tenant})))
 		})
 	}
 }

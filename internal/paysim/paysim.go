@@ -32,8 +32,10 @@ func declined(token string) bool {
 // Faults are injected into the next requests. Counters go down by one per request
 // they affect.
 type Faults struct {
-	// LatencyMS delays every charge and refund, after the key is claimed.
+	// LatencyMS delays charges and refunds, after the key is claimed.
 	LatencyMS int `json:"latency_ms"`
+	// Slow limits LatencyMS to the next N requests; 0 delays every request.
+	Slow int `json:"slow"`
 	// FailBefore answers the next N charge/refund requests 500 without doing anything.
 	FailBefore int `json:"fail_before"`
 	// FailAfter makes the next N charges, then answers 500 (the stored result is the
@@ -163,6 +165,11 @@ func (s *Server) takeFaults(isCharge bool) (latency time.Duration, before bool, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	latency = time.Duration(s.faults.LatencyMS) * time.Millisecond
+	if s.faults.Slow > 0 {
+		if s.faults.Slow--; s.faults.Slow == 0 {
+			s.faults.LatencyMS = 0
+		}
+	}
 	if s.faults.FailBefore > 0 {
 		s.faults.FailBefore--
 		return latency, true, noFault

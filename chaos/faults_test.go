@@ -1,0 +1,346 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// traffic runs two HTTP clients and one Kafka producer for d; wait returns when
+// every request they made has been accepted.
+func (r *rig) traffic(t *testing.T, name string, d time.Duration) (wait func()) {
+	var wg sync.WaitGroup
+	stopAt := time.Now().Add(d)
+	for c := range 2 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stopAt); i++ {
+				r.order(t, fmt.Sprintf("%s-http%d-%d", name, c, i))
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	wg.Go(func() {
+		w := r.writer()
+		defer w.Close()
+		for i := 0; time.Now().Before(stopAt); i++ {
+			id := fmt.Sprintf("%s-evt-%d", name, i)
+			r.produce(t, w, id, []byte(id))
+			time.Sleep(30 * time.Millisecond)
+		}
+	})
+	return wg.Wait
+}
+
+// committed sums the group's committed offsets over the requests topic.
+func (r *rig) committed(t *testing.T) int64 {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(r.Brokers...), Timeout: 10 * time.Second}
+	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: r.group, Topics: map[string][]int{r.requests: {0, 1, 2, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, p := range resp.Topics[r.requests] {
+		sum += max(p.CommittedOffset, 0)
+	}
+	return sum
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestChaosTemporalRestart(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	wait := r.traffic(t, "temporal", 20*time.Second)
+	time.Sleep(4 * time.Second)
+
+	stacktest.Service(t, "stop", "temporal")
+	began := time.Now()
+	code, retryAfter, err := r.post(stacktest.Name("probe"))
+	took := time.Since(began)
+	if err != nil || code != http.StatusServiceUnavailable || retryAfter < 1 || took > 15*time.Second {
+		t.Errorf("POST while Temporal is down: %d, Retry-After %d, %v after %s; want 503 with Retry-After within 15s", code, retryAfter, err, took)
+	}
+	time.Sleep(3 * time.Second) // in-flight starts fail; nothing settles from here on
+	before := r.committed(t)
+	time.Sleep(4 * time.Second)
+	after := r.committed(t)
+	ready := status(t, "http://"+r.opsAddr+"/readyz")
+	stacktest.Service(t, "start", "temporal")
+	t.Logf("Temporal down: POST answered %d in %s; committed offsets %d -> %d; worker readyz %d", code, took.Round(time.Millisecond), before, after, ready)
+	if after != before {
+		t.Errorf("offsets moved while Temporal was down: %d -> %d", before, after)
+	}
+	if ready != http.StatusServiceUnavailable {
+		t.Errorf("worker /readyz = %d while Temporal was down, want 503", ready)
+	}
+	wait()
+	r.ledger(t, "temporal stopped+started under traffic")
+}
+
+func TestChaosPostgresRestart(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	wait := r.traffic(t, "postgres", 15*time.Second)
+	time.Sleep(4 * time.Second)
+	stacktest.Service(t, "restart", "postgres")
+	wait()
+	r.ledger(t, "postgres restarted under traffic")
+}
+
+func TestChaosKafkaRestart(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	wait := r.traffic(t, "kafka", 20*time.Second)
+	time.Sleep(4 * time.Second)
+	stacktest.Service(t, "restart", "kafka")
+	wait()
+	r.ledger(t, "kafka broker restarted under traffic")
+}
+
+// The worker is killed with SIGKILL at three points of a charge and restarted.
+func TestChaosWorkerKilledDuringCharge(t *testing.T) {
+	points := []struct {
+		name   string
+		faults paysim.Faults
+		at     func(r *rig, key string) bool
+	}{
+		{"between a failed attempt and its retry", paysim.Faults{FailBefore: 1}, func(r *rig, key string) bool {
+			return r.Sim.Requests(key) == 1 // answered 500, nothing charged; the retry is pending
+		}},
+		{"while the provider was charging", paysim.Faults{LatencyMS: 3000, Slow: 1}, func(r *rig, key string) bool {
+			return r.Sim.InFlight() == 1
+		}},
+		{"after the charge activity completed", paysim.Faults{}, func(r *rig, key string) bool {
+			var n int
+			_ = r.Pool.QueryRow(context.Background(), `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded'`, key).Scan(&n)
+			return n == 1
+		}},
+	}
+	for _, pt := range points {
+		t.Run(pt.name, func(t *testing.T) {
+			r := newRig(t)
+			r.Sim.SetFaults(pt.faults)
+			worker := r.startWorker(t, nil)
+			r.startAPI(t)
+			key := stacktest.Name("k")
+			chargeKey := order.PaymentKey(intake.WorkflowID(r.tenant, key), "charge")
+			r.order(t, key)
+			stacktest.Eventually(t, 30*time.Second, "the kill point", func() bool { return pt.at(r, chargeKey) })
+			worker.Kill(t)
+			charged := len(r.Sim.Charges(chargeKey))
+			r.Sim.SetFaults(paysim.Faults{})
+			r.startWorker(t, nil)
+			r.ledger(t, fmt.Sprintf("worker SIGKILL %s (charges at kill: %d, requests: %d)", pt.name, charged, r.Sim.Requests(chargeKey)))
+		})
+	}
+}
+
+func TestChaosSIGTERMUnderLoad(t *testing.T) {
+	r := newRig(t)
+	r.Sim.SetFaults(paysim.Faults{LatencyMS: 200})
+	worker := r.startWorker(t, nil)
+	api := r.startAPI(t)
+	wait := r.traffic(t, "sigterm", 15*time.Second)
+	time.Sleep(5 * time.Second)
+	began := time.Now()
+	worker.Signal(syscall.SIGTERM)
+	api.Signal(syscall.SIGTERM)
+	wc, ac := worker.Wait(t, 30*time.Second), api.Wait(t, 30*time.Second)
+	took := time.Since(began)
+	t.Logf("SIGTERM under load: worker exit %d, api exit %d, both gone after %s", wc, ac, took.Round(time.Millisecond))
+	if wc != 0 || ac != 0 || took > 25*time.Second {
+		t.Errorf("exit codes %d/%d after %s: want 0/0 within 25s", wc, ac, took)
+	}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	wait()
+	r.ledger(t, fmt.Sprintf("worker+api SIGTERM under load (drain %s)", took.Round(time.Millisecond)))
+}
+
+func TestChaosProviderSlowAnd5xx(t *testing.T) {
+	r := newRig(t)
+	// One request slower than the client's timeout: the attempt gives up while the
+	// provider goes on and charges; the retry finds the key in use, then replayed.
+	r.Sim.SetFaults(paysim.Faults{LatencyMS: 2500, Slow: 1})
+	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "1s"})
+	r.startAPI(t)
+	for i := range 3 {
+		r.order(t, fmt.Sprintf("slow-%d", i))
+	}
+	stacktest.Eventually(t, 60*time.Second, "the slow orders to be paid", func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == 3
+	})
+	r.Sim.SetFaults(paysim.Faults{FailBefore: 12})
+	for i := range 5 {
+		r.order(t, fmt.Sprintf("5xx-%d", i))
+	}
+	r.ledger(t, "provider slower than timeout once, then 12x 5xx")
+}
+
+// proxy is a TCP proxy in front of the payment provider that can stall (accept
+// and hold) or drop (reset) connections.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mode   atomic.Value // "pass", "stall", "drop"
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.mode.Store("pass")
+	t.Cleanup(func() { ln.Close(); p.set("drop") })
+	go p.serve()
+	return p
+}
+
+func (p *proxy) set(mode string) {
+	p.mode.Store(mode)
+	if mode == "drop" {
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+		p.mu.Unlock()
+	}
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		go p.handle(c)
+	}
+}
+
+func (p *proxy) handle(c net.Conn) {
+	for p.mode.Load() == "stall" {
+		time.Sleep(50 * time.Millisecond) // hold the connection, forward nothing
+	}
+	if p.mode.Load() == "drop" {
+		c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, up)
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(up, c); up.Close() }()
+	_, _ = io.Copy(c, up)
+	c.Close()
+}
+
+func TestChaosNetworkCutToProvider(t *testing.T) {
+	r := newRig(t)
+	u, _ := url.Parse(r.SimURL)
+	px := newProxy(t, u.Host)
+	r.startWorker(t, map[string]string{"PAYMENTS_URL": "http://" + px.ln.Addr().String(), "PAYMENTS_TIMEOUT": "2s"})
+	r.startAPI(t)
+	wait := r.traffic(t, "netcut", 16*time.Second)
+	time.Sleep(3 * time.Second)
+	px.set("stall")
+	time.Sleep(5 * time.Second)
+	px.set("drop")
+	time.Sleep(5 * time.Second)
+	px.set("pass")
+	wait()
+	r.ledger(t, "worker->provider network stalled 5s, dropped 5s")
+}
+
+func TestChaosDuplicateFloods(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+
+	key := stacktest.Name("flood")
+	r.expect(intake.WorkflowID(r.tenant, key))
+	var wg sync.WaitGroup
+	var accepted, conflicts atomic.Int64
+	for range 100 {
+		wg.Go(func() {
+			code, _, err := r.post(key)
+			switch {
+			case err != nil:
+				t.Errorf("POST: %v", err)
+			case code == 202 || code == 201:
+				accepted.Add(1)
+			case code == 409:
+				conflicts.Add(1)
+			default:
+				t.Errorf("POST: %d", code)
+			}
+		})
+	}
+	wg.Wait()
+	r.order(t, key) // the 409s' retry converges on the same order
+	t.Logf("100 concurrent identical POSTs: %d accepted, %d told to retry", accepted.Load(), conflicts.Load())
+
+	// The same event ten times over several partitions, while a second worker
+	// joins the group and leaves it again (two rebalances).
+	eventID := stacktest.Name("evt")
+	w := r.writer()
+	defer w.Close()
+	opsAddr := r.opsAddr
+	var second *stacktest.Proc
+	for i := range 10 {
+		if i == 3 {
+			r.opsAddr = freeAddr(t)
+			second = r.startWorker(t, nil)
+		}
+		if i == 7 {
+			second.Signal(syscall.SIGTERM)
+			if code := second.Wait(t, 30*time.Second); code != 0 {
+				t.Errorf("second worker exit %d", code)
+			}
+		}
+		r.produce(t, w, eventID, []byte(fmt.Sprintf("copy-%d", i)))
+		time.Sleep(300 * time.Millisecond)
+	}
+	r.opsAddr = opsAddr
+	r.ledger(t, "100 identical POSTs + 1 event x10 across a rebalance")
+}

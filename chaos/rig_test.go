@@ -1,0 +1,277 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":500}],"payment_method":"pm_card_visa"}`
+
+// rig is the whole service on the real stack: worker and API as child processes,
+// the payment sandbox in the test process, topics and a tenant of its own.
+type rig struct {
+	*stacktest.Orders
+	tenant, apiKey       string
+	requests, dlq, group string
+	apiAddr, opsAddr     string
+	mu                   sync.Mutex
+	keys                 []string // workflow IDs the clients asked for
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{Orders: stacktest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group")}
+	r.requests = stacktest.Topic(t, 4)
+	r.dlq = stacktest.Topic(t, 1)
+	key, err := apikeys.New(r.Pool).Create(context.Background(), r.tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.apiKey = key
+	r.apiAddr, r.opsAddr = freeAddr(t), freeAddr(t)
+	return r
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (r *rig) workerEnv(extra map[string]string) map[string]string {
+	env := r.WorkerEnv()
+	env["REQUESTS_TOPIC"], env["DLQ_TOPIC"], env["CONSUMER_GROUP"], env["OPS_ADDR"] = r.requests, r.dlq, r.group, r.opsAddr
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func (r *rig) startWorker(t *testing.T, extra map[string]string) *stacktest.Proc {
+	t.Helper()
+	p := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), r.workerEnv(extra))
+	waitHTTP(t, "http://"+r.opsAddr+"/healthz")
+	return p
+}
+
+func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
+	t.Helper()
+	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
+		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
+		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "TASK_QUEUE": r.Queue,
+		"API_ADDR": r.apiAddr, "DRAIN_DELAY": "0s",
+	})
+	waitHTTP(t, "http://"+r.apiAddr+"/healthz")
+	return p
+}
+
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	stacktest.Eventually(t, 30*time.Second, url, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+func (r *rig) expect(workflowID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys = append(r.keys, workflowID)
+}
+
+// post sends one POST and returns its status and Retry-After.
+func (r *rig) post(key string) (int, int, error) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(orderJSON))
+	req.Header.Set("Authorization", "Bearer "+r.apiKey)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, ra, nil
+}
+
+// order is a client that retries one order until the API accepts it, as a careful
+// client would: same key, honouring Retry-After, through broken connections.
+func (r *rig) order(t *testing.T, key string) {
+	r.expect(intake.WorkflowID(r.tenant, key))
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		status, retryAfter, err := r.post(key)
+		switch {
+		case err == nil && (status == 201 || status == 202):
+			return
+		case err == nil && status != 409 && status != 503:
+			t.Errorf("POST %s: unexpected status %d", key, status)
+			return
+		}
+		time.Sleep(time.Duration(min(max(retryAfter, 1), 2)) * 500 * time.Millisecond)
+	}
+	t.Errorf("POST %s: not accepted within 3 minutes", key)
+}
+
+// writer has its own transport (see consumer tests): the default one caches metadata.
+func (r *rig) writer() *kafka.Writer {
+	return &kafka.Writer{Addr: kafka.TCP(r.Brokers...), Topic: r.requests, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}, MaxAttempts: 20, WriteBackoffMax: time.Second}
+}
+
+// produce writes one event, retrying until the broker has it for sure.
+func (r *rig) produce(t *testing.T, w *kafka.Writer, eventID string, key []byte) {
+	r.expect(intake.WorkflowID(r.tenant, eventID))
+	value := []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, eventID, r.tenant, orderJSON))
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := w.WriteMessages(context.Background(), kafka.Message{Key: key, Value: value})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("produce %s: %v", eventID, err)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// count runs a count query, retrying a little: the pool may hold connections that
+// a Postgres restart broke.
+func (r *rig) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	var err error
+	for range 10 {
+		if err = r.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err == nil {
+			return n
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return 0
+}
+
+// ledger waits for every expected order to be paid, then checks that orders in
+// Postgres = workflows = charges = distinct keys, and that every (order, event type)
+// has one eventId on the events topic. It prints the fault's summary line.
+func (r *rig) ledger(t *testing.T, fault string) {
+	t.Helper()
+	r.mu.Lock()
+	ids := map[string]bool{}
+	for _, k := range r.keys {
+		ids[k] = true
+	}
+	r.mu.Unlock()
+	n := len(ids)
+	stacktest.Eventually(t, 3*time.Minute, fmt.Sprintf("%d orders to be paid", n), func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == n
+	})
+	orders := r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, r.tenant)
+	workflows, charges := 0, 0
+	for id := range ids {
+		stacktest.Eventually(t, 30*time.Second, "visibility of "+id, func() bool { return stacktest.Runs(t, r.Temporal, id) > 0 })
+		workflows += stacktest.Runs(t, r.Temporal, id)
+		c := len(r.Sim.Charges(order.PaymentKey(id, "charge")))
+		if c != 1 {
+			t.Errorf("%s: %d charges", id, c)
+		}
+		charges += c
+	}
+	allCharges := len(r.Sim.Charges(""))
+	// OrderPaid is published just after the order is marked PAID.
+	var messages, distinct int
+	stacktest.Eventually(t, time.Minute, "an OrderPaid event per order", func() bool {
+		messages, distinct = r.events(t, n)
+		return distinct >= n
+	})
+	line := fmt.Sprintf("%-44s keys=%d orders=%d workflows=%d charges=%d events=%d distinct-eventIds=%d",
+		fault, n, orders, workflows, allCharges, messages, distinct)
+	t.Log(line)
+	if path := os.Getenv("ORDERFLOW_CHAOS_SUMMARY"); path != "" {
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
+	if orders != n || workflows != n || charges != n || allCharges != n || distinct != n {
+		t.Fatalf("ledger does not balance: %s", line)
+	}
+}
+
+// events reads the events topic to its end and checks one eventId per (order, type);
+// it returns the messages read and the distinct OrderPaid eventIds.
+func (r *rig) events(t *testing.T, want int) (messages, distinctPaid int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", r.Brokers[0], r.Topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := conn.ReadLastOffset()
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.Brokers, Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer rd.Close()
+	ids := map[string]map[string]bool{} // order/type -> eventIds
+	paid := map[string]bool{}
+	for offset := int64(0); offset < end; {
+		m, err := rd.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read events at %d of %d: %v", offset, end, err)
+		}
+		offset = m.Offset + 1
+		messages++
+		var e activities.Event
+		if err := json.Unmarshal(m.Value, &e); err != nil {
+			t.Fatalf("event %q: %v", m.Value, err)
+		}
+		k := e.OrderID + "/" + e.Type
+		if ids[k] == nil {
+			ids[k] = map[string]bool{}
+		}
+		ids[k][e.EventID] = true
+		if e.Type == activities.EventOrderPaid {
+			paid[e.EventID] = true
+		}
+	}
+	for k, set := range ids {
+		if len(set) != 1 {
+			t.Errorf("%s has %d eventIds", k, len(set))
+		}
+	}
+	return messages, len(paid)
+}

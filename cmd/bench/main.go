@@ -1,0 +1,164 @@
+// Command bench measures orderflow against the raw baseline on the local stack, in
+// one run: workflow starts through the HTTP API and through the Kafka ingress
+// against client.ExecuteWorkflow, replays, a plain kafka-go consumer with and
+// without per-message commits, and orders end to end. It prints a table and writes
+// bench/results/<timestamp>.json. Run it with `make bench`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario string  `json:"scenario"`
+	N        int     `json:"n"`
+	Seconds  float64 `json:"seconds"`
+	Rate     float64 `json:"per_second"`
+	P50ms    float64 `json:"p50_ms,omitempty"`
+	P95ms    float64 `json:"p95_ms,omitempty"`
+	P99ms    float64 `json:"p99_ms,omitempty"`
+	Ratio    float64 `json:"ratio_to_baseline,omitempty"`
+	Baseline string  `json:"baseline,omitempty"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// Report is the JSON file.
+type Report struct {
+	Time        time.Time         `json:"time"`
+	Machine     map[string]string `json:"machine"`
+	N           int               `json:"n"`
+	Concurrency int               `json:"concurrency"`
+	Results     []Result          `json:"results"`
+	Resources   []Resources       `json:"resources"`
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	n := fs.Int("n", 500, "operations per scenario")
+	conc := fs.Int("c", 16, "concurrent clients (and in-flight messages per partition)")
+	bins := fs.String("bin", ".stack/bin", "folder with the api, worker and paysim binaries")
+	out := fs.String("out", "bench/results", "folder of the JSON reports")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	env := map[string]string{}
+	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS"} {
+		if env[k] = getenv(k); env[k] == "" {
+			return fmt.Errorf("%s is not set: run through make bench (it reads .stack/env)", k)
+		}
+	}
+
+	b, err := setup(ctx, env, *bins, *n, *conc, stdout)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	rep := Report{Time: time.Now().UTC(), Machine: machine(ctx), N: *n, Concurrency: *conc}
+	add := func(r Result, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Scenario, err)
+		}
+		rep.Results = append(rep.Results, r)
+		fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
+		return nil
+	}
+	steps := []func(context.Context) (Result, error){
+		b.baselineStart, b.httpStart, b.httpReplay, b.consumeCommitEach, b.consumeCommitBatched, b.kafkaIngress, b.endToEnd,
+	}
+	for _, step := range steps {
+		if err := add(step(ctx)); err != nil {
+			return err
+		}
+	}
+	ratio(rep.Results, "2. HTTP start", "1. baseline start")
+	ratio(rep.Results, "3. HTTP replay", "1. baseline start")
+	ratio(rep.Results, "4b. consume, batched in-order commits", "4a. consume, commit each message")
+	ratio(rep.Results, "5. Kafka ingress", "1. baseline start")
+	ratio(rep.Results, "6. end to end (HTTP until PAID)", "1. baseline start")
+	rep.Resources = b.resources()
+
+	printTable(stdout, rep)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("results folder: %w", err)
+	}
+	path := filepath.Join(*out, rep.Time.Format("20060102T150405Z")+".json")
+	data, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	fmt.Fprintf(stdout, "report: %s\n", path)
+	return nil
+}
+
+func ratio(rs []Result, name, base string) {
+	var baseRate float64
+	for _, r := range rs {
+		if r.Scenario == base {
+			baseRate = r.Rate
+		}
+	}
+	for i := range rs {
+		if rs[i].Scenario == name && baseRate > 0 {
+			rs[i].Ratio, rs[i].Baseline = rs[i].Rate/baseRate, base
+		}
+	}
+}
+
+func printTable(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "\norderflow bench: n=%d, concurrency=%d, %s, %s cores, %s memory\n", rep.N, rep.Concurrency,
+		rep.Machine["os"], rep.Machine["cores"], rep.Machine["memory"])
+	fmt.Fprintf(w, "stack: %s\n\n", rep.Machine["stack"])
+	fmt.Fprintf(w, "| scenario | n | rate/s | p50 ms | p95 ms | p99 ms | ratio | note |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Results {
+		ratio := ""
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2fx (vs %s)", r.Ratio, strings.SplitN(r.Baseline, ".", 2)[0])
+		}
+		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %s | %s | %s | %s |\n", r.Scenario, r.N, r.Rate, ms(r.P50ms), ms(r.P95ms), ms(r.P99ms), ratio, r.Note)
+	}
+	fmt.Fprintf(w, "\n| process | peak RSS MiB | CPU s |\n|---|---|---|\n")
+	for _, r := range rep.Resources {
+		fmt.Fprintf(w, "| %s | %.1f | %.2f |\n", r.Process, r.PeakRSSMiB, r.CPUSeconds)
+	}
+	fmt.Fprintln(w)
+}
+
+func ms(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func machine(ctx context.Context) map[string]string {
+	m := map[string]string{"os": runtime.GOOS + "/" + runtime.GOARCH, "cores": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		m["memory"] = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+	}
+	m["stack"] = "PostgreSQL 15, Temporal CLI v1.5.1 dev server (SQLite WAL), Kafka 4.1.1 KRaft, kafka-go v0.4.51, Temporal Go SDK v1.37.0"
+	return m
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.temporal.io/sdk/client"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+const orderJSON = `{"customer_id":"cus_bench","currency":"USD","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
+
+// measure runs op for i in [0, n) on conc goroutines and reports each latency.
+func measure(n, conc int, op func(i int) error) (lat []time.Duration, total time.Duration, err error) {
+	lat = make([]time.Duration, n)
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t := time.Now()
+				if err := op(i); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("operation %d: %w", i, err) })
+					return
+				}
+				lat[i] = time.Since(t)
+			}
+		})
+	}
+	wg.Wait()
+	return lat, time.Since(began), firstErr
+}
+
+func result(name string, n int, total time.Duration, lat []time.Duration) Result {
+	r := Result{Scenario: name, N: n, Seconds: total.Seconds(), Rate: float64(n) / total.Seconds()}
+	if len(lat) > 0 {
+		s := slices.Clone(lat)
+		slices.Sort(s)
+		pct := func(p float64) float64 {
+			return float64(s[min(int(p*float64(len(s))), len(s)-1)].Microseconds()) / 1000
+		}
+		r.P50ms, r.P95ms, r.P99ms = pct(0.50), pct(0.95), pct(0.99)
+	}
+	return r
+}
+
+func (b *bench) placeOrder(key string) workflows.PlaceOrder {
+	req, _ := intake.DecodeRequest([]byte(orderJSON))
+	return workflows.PlaceOrder{Order: req.Order(b.tenant, intake.WorkflowID(b.tenant, key))}
+}
+
+// 1. Raw client.ExecuteWorkflow with unique IDs: what users would write by hand.
+func (b *bench) baselineStart(ctx context.Context) (Result, error) {
+	lat, total, err := measure(b.n, b.conc, func(i int) error {
+		in := b.placeOrder(fmt.Sprintf("base-%d", i))
+		_, err := b.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.Order.WorkflowID, TaskQueue: b.queue}, workflows.OrderWorkflow, in)
+		return err
+	})
+	return result("1. baseline start", b.n, total, lat), err
+}
+
+func (b *bench) post(key string, hdr map[string]string) (int, http.Header, []byte, error) {
+	req, _ := http.NewRequest(http.MethodPost, b.apiURL+"/v1/orders", strings.NewReader(orderJSON))
+	req.Header.Set("Authorization", "Bearer "+b.apiKey)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, body, err
+}
+
+// 2. POST /v1/orders with unique keys.
+func (b *bench) httpStart(ctx context.Context) (Result, error) {
+	lat, total, err := measure(b.n, b.conc, func(i int) error {
+		code, _, body, err := b.post(fmt.Sprintf("http-%d", i), nil)
+		if err == nil && code != http.StatusAccepted {
+			err = fmt.Errorf("status %d: %s", code, body)
+		}
+		return err
+	})
+	return result("2. HTTP start", b.n, total, lat), err
+}
+
+// 3. The same keys again: answered from Postgres, without Temporal.
+func (b *bench) httpReplay(ctx context.Context) (Result, error) {
+	lat, total, err := measure(b.n, b.conc, func(i int) error {
+		code, h, body, err := b.post(fmt.Sprintf("http-%d", i), nil)
+		if err == nil && (code != http.StatusAccepted || h.Get("Idempotent-Replayed") != "true") {
+			err = fmt.Errorf("not a replay: %d %s", code, body)
+		}
+		return err
+	})
+	return result("3. HTTP replay", b.n, total, lat), err
+}
+
+func (b *bench) produce(ctx context.Context, topic string, value func(i int) []byte) error {
+	w := &kafka.Writer{Addr: kafka.TCP(b.brokers...), Topic: topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: 5 * time.Millisecond, BatchSize: 500, Transport: &kafka.Transport{}}
+	defer w.Close()
+	msgs := make([]kafka.Message, b.n)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(i)), Value: value(i)}
+	}
+	return w.WriteMessages(ctx, msgs...)
+}
+
+// consume reads n messages with a plain kafka-go group reader, committing every
+// `every` messages (1: the seed article's commit per message).
+func (b *bench) consume(ctx context.Context, name string, every int) (Result, error) {
+	if name == "4a. consume, commit each message" {
+		if err := b.produce(ctx, b.topics["plain"], func(i int) []byte { return []byte(orderJSON) }); err != nil {
+			return Result{Scenario: name}, err
+		}
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.brokers, GroupID: "plain-" + suffix(), Topic: b.topics["plain"],
+		StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	var batch []kafka.Message
+	var began time.Time
+	for i := range b.n {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return Result{Scenario: name}, err
+		}
+		if i == 0 {
+			began = time.Now() // the group join is not the consumer's throughput
+		}
+		batch = append(batch, m)
+		if len(batch) == every || i == b.n-1 {
+			if err := r.CommitMessages(ctx, batch...); err != nil {
+				return Result{Scenario: name}, err
+			}
+			batch = batch[:0]
+		}
+	}
+	res := result(name, b.n, time.Since(began), nil)
+	res.Note = fmt.Sprintf("plain kafka-go reader, commit every %d", every)
+	return res, nil
+}
+
+func (b *bench) consumeCommitEach(ctx context.Context) (Result, error) {
+	return b.consume(ctx, "4a. consume, commit each message", 1)
+}
+
+func (b *bench) consumeCommitBatched(ctx context.Context) (Result, error) {
+	return b.consume(ctx, "4b. consume, batched in-order commits", 100)
+}
+
+// 5. N pre-produced events through the worker's consumer: every workflow started
+// and every offset committed.
+func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
+	name := "5. Kafka ingress"
+	err := b.produce(ctx, b.topics["requests"], func(i int) []byte {
+		return []byte(fmt.Sprintf(`{"eventId":"kafka-%d","tenant":%q,"order":%s}`, i, b.tenant, orderJSON))
+	})
+	if err != nil {
+		return Result{Scenario: name}, err
+	}
+	b.procEnv["CONSUMER_IN_FLIGHT"] = strconv.Itoa(max(b.conc/4, 1)) // 4 partitions: the same concurrency in all
+	if err := b.startWorker(b.topics["requests"]); err != nil {
+		return Result{Scenario: name}, err
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		var n int
+		var span float64
+		err := b.pool.QueryRow(ctx, `SELECT count(*), COALESCE(extract(epoch FROM max(processed_at) - min(processed_at)), 0)
+			FROM processed_events WHERE consumer_group = $1`, b.group).Scan(&n, &span)
+		if err != nil {
+			return Result{Scenario: name}, err
+		}
+		if n == b.n {
+			if err := b.waitCommitted(ctx); err != nil {
+				return Result{Scenario: name}, err
+			}
+			// From the first start to the last: the group join is not throughput.
+			res := result(name, b.n, time.Duration(span*float64(time.Second)), nil)
+			res.Note = "first to last start; all offsets committed"
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			return Result{Scenario: name}, fmt.Errorf("%d of %d events processed after 10 minutes", n, b.n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *bench) waitCommitted(ctx context.Context) error {
+	cl := &kafka.Client{Addr: kafka.TCP(b.brokers...), Timeout: 10 * time.Second}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: b.group, Topics: map[string][]int{b.topics["requests"]: {0, 1, 2, 3}}})
+		if err != nil {
+			return err
+		}
+		var sum int64
+		for _, p := range resp.Topics[b.topics["requests"]] {
+			sum += max(p.CommittedOffset, 0)
+		}
+		if sum == int64(b.n) {
+			return nil
+		}
+	}
+	return errors.New("offsets not all committed within a minute")
+}
+
+// 6. POST with Prefer: wait until the order is PAID (charged at the sandbox, row in
+// Postgres, OrderPaid published), then count the sandbox's charges.
+func (b *bench) endToEnd(ctx context.Context) (Result, error) {
+	name := "6. end to end (HTTP until PAID)"
+	lat, total, err := measure(b.n, b.conc, func(i int) error {
+		code, _, body, err := b.post(fmt.Sprintf("e2e-%d", i), map[string]string{"Prefer": "wait=30"})
+		if err == nil && (code != http.StatusCreated || !strings.Contains(string(body), `"status":"PAID"`)) {
+			err = fmt.Errorf("not paid: %d %s", code, body)
+		}
+		return err
+	})
+	if err != nil {
+		return Result{Scenario: name}, err
+	}
+	resp, err := http.Get(b.simURL + "/v1/charges")
+	if err != nil {
+		return Result{Scenario: name}, err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			IdempotencyKey string `json:"idempotency_key"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return Result{Scenario: name}, err
+	}
+	charges := 0
+	prefix := intake.WorkflowID(b.tenant, "e2e-")
+	for _, c := range list.Data {
+		if strings.HasPrefix(c.IdempotencyKey, prefix) {
+			charges++
+		}
+	}
+	res := result(name, b.n, total, lat)
+	res.Note = fmt.Sprintf("sandbox charges for these orders: %d (want %d)", charges, b.n)
+	if charges != b.n {
+		return res, fmt.Errorf("duplicate or missing charges: %d for %d orders", charges, b.n)
+	}
+	return res, nil
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/segmentio/kafka-go"
+	"go.temporal.io/sdk/client"
+
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/database"
+	"github.com/orderflow/orderflow/internal/temporalclient"
+)
+
+// bench holds the processes and connections of one run.
+type bench struct {
+	n, conc int
+	out     io.Writer
+	env     map[string]string
+	run     string // unique suffix of this run's names
+	pool    *pgxpool.Pool
+	tc      client.Client
+	brokers []string
+	tenant  string
+	apiKey  string
+	queue   string
+	group   string
+	topics  map[string]string // role -> topic name
+	apiURL  string
+	simURL  string
+	bins    string
+	procs   []*proc
+	procEnv map[string]string
+	workerN int
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
+	b := &bench{n: n, conc: conc, out: out, env: env, run: suffix(), bins: bins, topics: map[string]string{}}
+	b.brokers = strings.Split(env["KAFKA_BROKERS"], ",")
+	b.tenant, b.queue, b.group = "bench-"+b.run, "bench-"+b.run, "bench-"+b.run
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	var err error
+	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20); err != nil {
+		return nil, err
+	}
+	if err := database.Migrate(ctx, b.pool, logger); err != nil {
+		return nil, err
+	}
+	if b.apiKey, err = apikeys.New(b.pool).Create(ctx, b.tenant); err != nil {
+		return nil, err
+	}
+	if b.tc, err = temporalclient.Dial(ctx, env["TEMPORAL_ADDRESS"], env["TEMPORAL_NAMESPACE"], logger); err != nil {
+		return nil, err
+	}
+	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
+		b.topics[role] = "bench-" + role + "-" + b.run
+		if err := createTopic(b.brokers[0], b.topics[role], 4); err != nil {
+			return nil, err
+		}
+	}
+
+	simAddr, apiAddr := freeAddr(), freeAddr()
+	b.simURL, b.apiURL = "http://"+simAddr, "http://"+apiAddr
+	b.procEnv = map[string]string{
+		"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": env["TEMPORAL_NAMESPACE"],
+		"KAFKA_BROKERS": env["KAFKA_BROKERS"], "TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
+		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s",
+		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc),
+	}
+	if err := b.start("paysim", map[string]string{"PAYSIM_ADDR": simAddr}, b.simURL+"/healthz"); err != nil {
+		return nil, err
+	}
+	// This worker runs the workflows of every scenario; its consumer reads an idle
+	// topic so that the ingress scenario can start a consumer on pre-produced events.
+	if err := b.startWorker(b.topics["idle"]); err != nil {
+		return nil, err
+	}
+	if err := b.start("api", map[string]string{"API_ADDR": apiAddr}, b.apiURL+"/readyz"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "bench run %s: n=%d, concurrency=%d, task queue %s\n", b.run, n, conc, b.queue)
+	return b, nil
+}
+
+func (b *bench) startWorker(requestsTopic string) error {
+	b.workerN++
+	ops := freeAddr()
+	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops}, "http://"+ops+"/readyz")
+}
+
+// start runs one of the binaries with the run's environment plus extra, and waits
+// until ready answers 200.
+func (b *bench) start(name string, extra map[string]string, ready string) error {
+	bin := strings.SplitN(name, "-", 2)[0]
+	cmd := exec.Command(filepath.Join(b.bins, bin))
+	cmd.Env = os.Environ()
+	for k, v := range b.procEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	for k, v := range extra {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	logf, err := os.CreateTemp("", "orderflow-bench-"+name+"-*.log")
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
+	b.procs = append(b.procs, p)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(ready)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after 30s (log: %s)", name, logf.Name())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *bench) close() {
+	for _, p := range b.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range b.procs {
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+	if b.tc != nil {
+		b.tc.Close()
+	}
+	if b.pool != nil {
+		b.pool.Close()
+	}
+}
+
+func suffix() string {
+	x := make([]byte, 4)
+	_, _ = rand.Read(x)
+	return hex.EncodeToString(x)
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func createTopic(broker, topic string, partitions int) error {
+	conn, err := kafka.Dial("tcp", broker)
+	if err != nil {
+		return fmt.Errorf("dial kafka: %w", err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		return fmt.Errorf("kafka controller: %w", err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		return fmt.Errorf("dial controller: %w", err)
+	}
+	defer cc.Close()
+	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	// Wait until every partition's leader serves it.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ok := true
+		for p := range partitions {
+			lc, err := kafka.DialLeader(context.Background(), "tcp", broker, topic, p)
+			if err == nil {
+				_, err = lc.ReadLastOffset()
+				lc.Close()
+			}
+			ok = ok && err == nil
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %s has no leaders after 15s", topic)
+		}
+	}
+}
+
+// Resources are one process's peak memory and CPU time.
+type Resources struct {
+	Process    string  `json:"process"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
+// resources reads VmHWM and utime+stime of every process still running.
+func (b *bench) resources() []Resources {
+	var out []Resources
+	for _, p := range b.procs {
+		pid := p.cmd.Process.Pid
+		r := Resources{Process: p.name}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+					r.PeakRSSMiB = kb / 1024
+				}
+			}
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			// Fields after the command name; utime and stime are the 14th and 15th.
+			s := string(st)
+			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+			if len(f) > 12 {
+				ut, _ := strconv.ParseFloat(f[11], 64)
+				stt, _ := strconv.ParseFloat(f[12], 64)
+				r.CPUSeconds = (ut + stt) / 100 // USER_HZ
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+package intake
+
+import "testing"
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	b.ReportAllocs()
+	data := []byte(valid)
+	for b.Loop() {
+		if _, err := DecodeRequest(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFingerprint(b *testing.B) {
+	r, err := DecodeRequest([]byte(valid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Fingerprint(r)
+	}
+}
+
+func BenchmarkWorkflowID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		WorkflowID("acme", "8e03978e-40d5-43e8-bc93-6894a57f9324")
+	}
+}
