@@ -84,12 +84,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
 		return nil
 	}
-	steps := []func(context.Context) (Result, error){
-		b.baselineStart, b.httpStart, b.httpReplay, b.consumeCommitEach, b.consumeCommitBatched, b.kafkaIngress, b.endToEnd,
+	steps := []struct {
+		run    func(context.Context) (Result, error)
+		starts bool // starts n orders that the worker then runs
+	}{
+		{b.baselineStart, true}, {b.httpStart, true}, {b.httpReplay, false}, {b.consumeCommitEach, false},
+		{b.consumeCommitBatched, false}, {b.kafkaIngress, true}, {b.endToEnd, true},
 	}
 	for _, step := range steps {
-		if err := add(step(ctx)); err != nil {
+		if err := b.settle(ctx); err != nil {
 			return err
+		}
+		if err := add(step.run(ctx)); err != nil {
+			return err
+		}
+		if step.starts {
+			b.started += *n
 		}
 	}
 	ratio(rep.Results, "2. HTTP start", "1. baseline start")

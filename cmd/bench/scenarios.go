@@ -69,6 +69,25 @@ func (b *bench) placeOrder(key string) workflows.PlaceOrder {
 	return workflows.PlaceOrder{Order: req.Order(b.tenant, intake.WorkflowID(b.tenant, key))}
 }
 
+// settle waits until every order started so far is paid, so that no scenario is
+// measured while the worker still runs the previous one's workflows.
+func (b *bench) settle(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		var paid int
+		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, b.tenant).Scan(&paid); err != nil {
+			return err
+		}
+		if paid >= b.started {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d orders paid after 10 minutes", paid, b.started)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // 1. Raw client.ExecuteWorkflow with unique IDs: what users would write by hand.
 func (b *bench) baselineStart(ctx context.Context) (Result, error) {
 	lat, total, err := measure(b.n, b.conc, func(i int) error {

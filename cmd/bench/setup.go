@@ -46,6 +46,7 @@ type bench struct {
 	procs   []*proc
 	procEnv map[string]string
 	workerN int
+	started int // orders started so far, all of which must end PAID
 }
 
 type proc struct {

@@ -25,7 +25,10 @@ type partition struct {
 
 func (c *Consumer) newPartition(parent context.Context, id int) *partition {
 	ctx, cancel := context.WithCancel(parent)
-	p := &partition{c: c, id: id, in: make(chan kafka.Message), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	// The buffer lets the fetch loop run ahead of a busy partition instead of
+	// stalling every other partition behind it. Buffered messages are not settled,
+	// so they are never committed.
+	p := &partition{c: c, id: id, in: make(chan kafka.Message, 4*c.opts.InFlightPerPartition), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	p.final.Store(true)
 	return p
 }

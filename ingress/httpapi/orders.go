@@ -104,9 +104,10 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	run, err := a.Starter.Start(ctx, o)
 	a.m.startDuration.Observe(time.Since(began).Seconds())
+	var view orderstore.View
 	if err == nil {
 		// The read model has the order before the client hears of it.
-		err = a.Orders.Insert(ctx, o)
+		view, err = a.Orders.Record(ctx, o)
 	}
 	if err != nil {
 		if rerr := a.Idempotency.Release(ctx, tenant, key); rerr != nil {
@@ -124,11 +125,10 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		if wctx.Err() == nil || err == nil {
 			status = http.StatusCreated // finished, successfully or not: the order says which
 		}
-	}
-	view, err := a.Orders.Get(ctx, tenant, o.ID)
-	if err != nil {
-		a.unavailable(w, r, "order read", err)
-		return
+		if view, err = a.Orders.Get(ctx, tenant, o.ID); err != nil {
+			a.unavailable(w, r, "order read", err)
+			return
+		}
 	}
 	resp, _ := json.Marshal(view)
 	if err := a.Idempotency.Complete(ctx, tenant, key, status, resp); err != nil {
@@ -203,12 +203,18 @@ func (a *api) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	h, err := a.Updater.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: view.WorkflowID(), UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
+	var res workflows.OrderResult
 	if err == nil {
-		err = h.Get(ctx, nil)
+		err = h.Get(ctx, &res)
 	}
 	var appErr *temporal.ApplicationError
 	var notFound *serviceerror.NotFound
 	switch {
+	case err == nil && res.Status != order.StatusCancelled:
+		// Accepted while the charge was in flight, but the order settled otherwise
+		// (declined, failed): nothing to cancel.
+		writeProblem(w, newProblem(kindNotCancellable, "the order is "+string(res.Status)))
+		return
 	case err == nil:
 	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrNotCancellable,
 		errors.As(err, &notFound): // the workflow has closed

@@ -40,7 +40,7 @@ type IdempotencyStore interface {
 
 // OrderStore is the orders read model.
 type OrderStore interface {
-	Insert(ctx context.Context, o order.Order) error
+	Record(ctx context.Context, o order.Order) (orderstore.View, error)
 	Get(ctx context.Context, tenant, id string) (orderstore.View, error)
 	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
 }

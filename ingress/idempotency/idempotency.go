@@ -6,6 +6,7 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,11 +51,15 @@ func New(pool *pgxpool.Pool, ttl time.Duration) *Store {
 // Claim takes the key for one request for at most lease. A claim whose lease ran out
 // (its request died: the process was killed) is taken over, which is safe because
 // the workflow start it guards is itself idempotent. Expired records are reclaimed.
+// A repeated key costs one read; each write is one atomic statement, so no
+// transaction is held across round trips.
 func (s *Store) Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (Outcome, Record, error) {
-	var out Outcome
-	var rec Record
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
+	cur, found, err := s.read(ctx, tenant, key)
+	if err != nil {
+		return 0, Record{}, err
+	}
+	if !found || cur.expired {
+		tag, err := s.pool.Exec(ctx, `
 			INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
 			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
 			ON CONFLICT (tenant, key) DO UPDATE
@@ -64,41 +69,65 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fingerprint []byt
 			WHERE k.expires_at < now()`,
 			tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds())
 		if err != nil {
-			return err
+			return 0, Record{}, fmt.Errorf("claim idempotency key: %w", err)
 		}
 		if tag.RowsAffected() == 1 {
-			out, rec = Claimed, Record{WorkflowID: workflowID}
-			return nil
+			return Claimed, Record{WorkflowID: workflowID}, nil
 		}
-		var fp []byte
-		var status *int
-		var lockedFor *float64 // seconds
-		err = tx.QueryRow(ctx, `
-			SELECT fingerprint, workflow_id, response_status, response_body,
-			       CASE WHEN locked_until > now() THEN extract(epoch FROM locked_until - now())::float8 END
-			FROM idempotency_keys WHERE tenant = $1 AND key = $2 FOR UPDATE`,
-			tenant, key).Scan(&fp, &rec.WorkflowID, &status, &rec.Body, &lockedFor)
-		if err != nil {
-			return err
+		// Another request created the record in between: judge by it.
+		if cur, found, err = s.read(ctx, tenant, key); err != nil || !found {
+			return 0, Record{}, fmt.Errorf("claim idempotency key: record vanished (%v)", err)
 		}
-		switch {
-		case !bytes.Equal(fp, fingerprint):
-			out = Mismatch
-		case status != nil:
-			out, rec.Status = Replay, *status
-		case lockedFor != nil:
-			out, rec.RetryAfter = InFlight, time.Duration(*lockedFor*float64(time.Second))
-		default:
-			_, err = tx.Exec(ctx, `UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond' WHERE tenant = $1 AND key = $2`,
-				tenant, key, lease.Milliseconds())
-			out = Claimed
-		}
-		return err
-	})
-	if err != nil {
-		return 0, Record{}, fmt.Errorf("claim idempotency key: %w", err)
 	}
-	return out, rec, nil
+	switch {
+	case !bytes.Equal(cur.fingerprint, fingerprint):
+		return Mismatch, cur.Record, nil
+	case cur.status != nil:
+		cur.Status = *cur.status
+		return Replay, cur.Record, nil
+	case cur.lockedFor != nil:
+		cur.RetryAfter = time.Duration(*cur.lockedFor * float64(time.Second))
+		return InFlight, cur.Record, nil
+	}
+	// The lease ran out without a response: take it over, unless another request
+	// just did.
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond'
+		WHERE tenant = $1 AND key = $2 AND response_status IS NULL AND (locked_until IS NULL OR locked_until <= now())`,
+		tenant, key, lease.Milliseconds())
+	if err != nil {
+		return 0, Record{}, fmt.Errorf("take over idempotency key: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return Claimed, cur.Record, nil
+	}
+	cur.RetryAfter = time.Second
+	return InFlight, cur.Record, nil
+}
+
+type current struct {
+	Record
+	fingerprint []byte
+	status      *int
+	lockedFor   *float64 // seconds left of a live lease
+	expired     bool
+}
+
+func (s *Store) read(ctx context.Context, tenant, key string) (current, bool, error) {
+	var c current
+	err := s.pool.QueryRow(ctx, `
+		SELECT fingerprint, workflow_id, response_status, response_body,
+		       CASE WHEN locked_until > now() THEN extract(epoch FROM locked_until - now())::float8 END,
+		       expires_at < now()
+		FROM idempotency_keys WHERE tenant = $1 AND key = $2`,
+		tenant, key).Scan(&c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.expired)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, fmt.Errorf("read idempotency key: %w", err)
+	}
+	return c, true, nil
 }
 
 // Complete stores the response of a claimed key.

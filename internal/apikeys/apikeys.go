@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,13 +31,26 @@ var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // and '_', at most 63 characters.
 func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
 
+// cacheTTL bounds how long a verified key is trusted without asking Postgres again,
+// and so how long a revocation takes to bite.
+const cacheTTL = 30 * time.Second
+
+type cached struct {
+	tenant  string
+	expires time.Time
+}
+
 // Store keeps API keys in Postgres.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]cached // by the key's hash: plaintext keys are never kept
 }
 
 // New returns a key store.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, cache: map[[sha256.Size]byte]cached{}}
+}
 
 // Create issues a key for tenant and returns it; it cannot be shown again.
 func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
@@ -60,11 +75,18 @@ func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
 }
 
 // Tenant returns the tenant of a key, or ErrUnauthorized. The hash comparison is
-// constant-time.
+// constant-time; verified keys are cached for cacheTTL.
 func (s *Store) Tenant(ctx context.Context, key string) (string, error) {
 	id, ok := keyID(key)
 	if !ok {
 		return "", ErrUnauthorized
+	}
+	sum := sha256.Sum256([]byte(key))
+	s.mu.Lock()
+	c, hit := s.cache[sum]
+	s.mu.Unlock()
+	if hit && time.Now().Before(c.expires) {
+		return c.tenant, nil
 	}
 	var tenant string
 	var hash []byte
@@ -75,10 +97,15 @@ func (s *Store) Tenant(ctx context.Context, key string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("look up API key: %w", err)
 	}
-	sum := sha256.Sum256([]byte(key))
 	if subtle.ConstantTimeCompare(sum[:], hash) != 1 {
 		return "", ErrUnauthorized
 	}
+	s.mu.Lock()
+	if len(s.cache) > 10000 {
+		clear(s.cache) // bounded: a flood of distinct valid keys cannot grow it
+	}
+	s.cache[sum] = cached{tenant: tenant, expires: time.Now().Add(cacheTTL)}
+	s.mu.Unlock()
 	return tenant, nil
 }
 

@@ -49,19 +49,30 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Insert records the order as PENDING; inserting it again is a no-op.
 func (s *Store) Insert(ctx context.Context, o order.Order) error {
+	_, err := s.Record(ctx, o)
+	return err
+}
+
+// Record inserts the order as PENDING if it is new and returns the order as it
+// stands, in one round trip for a new order.
+func (s *Store) Record(ctx context.Context, o order.Order) (View, error) {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
-		return fmt.Errorf("encode items: %w", err)
+		return View{}, fmt.Errorf("encode items: %w", err)
 	}
-	_, err = s.pool.Exec(ctx, `
+	v, err := scan(s.pool.QueryRow(ctx, `
 		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (id) DO NOTHING`,
-		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending)
-	if err != nil {
-		return fmt.Errorf("insert order %s: %w", o.ID, err)
+		ON CONFLICT (id) DO NOTHING
+		RETURNING `+columns,
+		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.Get(ctx, o.Tenant, o.ID) // it existed: read it
 	}
-	return nil
+	if err != nil {
+		return View{}, fmt.Errorf("insert order %s: %w", o.ID, err)
+	}
+	return v, nil
 }
 
 const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), created_at, updated_at, workflow_id`
