@@ -12,11 +12,12 @@ run:
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
-## test: start the local stack, then every test with the race detector (stack tests
-## required), then the fault suite (chaos/), one test at a time since it restarts
-## the stack's servers
+## test: start the local stack; Schemathesis against the running API; every Go test
+## with the race detector (stack tests required); then the fault suite (chaos/), one
+## test at a time since it restarts the stack's servers
 test: stack-up vet
 	@rm -f $(STACK)/chaos-summary.txt
+	scripts/schemathesis
 	{ $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m ./...; a=$$?; \
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
 	  exit $$((a | b)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary
