@@ -329,7 +329,7 @@ func TestChaosDuplicateFloods(t *testing.T) {
 	var second *stacktest.Proc
 	for i := range 10 {
 		if i == 3 {
-			r.opsAddr = freeAddr(t)
+			r.opsAddr = stacktest.FreeAddr(t)
 			second = r.startWorker(t, nil)
 		}
 		if i == 7 {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -48,18 +47,8 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.apiKey = key
-	r.apiAddr, r.opsAddr = freeAddr(t), freeAddr(t)
+	r.apiAddr, r.opsAddr = stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	return r
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func (r *rig) workerEnv(extra map[string]string) map[string]string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -280,16 +279,6 @@ func scrape(t *testing.T, opsAddr string) string {
 	return string(b)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // The worker is killed with SIGKILL after its starts were acknowledged and before
 // their offsets were committed (the commit interval is set beyond the test, which
 // forces the window). The restarted worker gets every event again and starts nothing.
@@ -303,7 +292,7 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	}
 	p.produce(t, msgs...)
 
-	ops := freeAddr(t)
+	ops := stacktest.FreeAddr(t)
 	first := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), p.workerEnv(ops, map[string]string{"CONSUMER_COMMIT_INTERVAL": "1h"}))
 	stacktest.Eventually(t, 60*time.Second, "all starts to be acknowledged", func() bool { return p.processed(t) == n })
 	if lag := p.lagging(t); len(lag) == 0 {
@@ -311,7 +300,7 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	}
 	first.Kill(t)
 
-	ops = freeAddr(t)
+	ops = stacktest.FreeAddr(t)
 	stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), p.workerEnv(ops, nil))
 	stacktest.Eventually(t, 60*time.Second, "the redelivered events to be committed", func() bool { return len(p.lagging(t)) == 0 })
 	metrics := scrape(t, ops)
@@ -337,7 +326,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	p := newPipeline(t)
 	p.Sim.SetFaults(paysim.Faults{LatencyMS: 300})
 	bin := stacktest.Binary(t, "cmd/worker")
-	ops := freeAddr(t)
+	ops := stacktest.FreeAddr(t)
 	first := stacktest.Start(t, bin, p.workerEnv(ops, nil))
 
 	// Each write either succeeds or fails for sure (it is not cancelled midway), so
@@ -374,7 +363,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	}
 
 	time.Sleep(time.Second) // events keep arriving while no worker runs
-	stacktest.Start(t, bin, p.workerEnv(freeAddr(t), nil))
+	stacktest.Start(t, bin, p.workerEnv(stacktest.FreeAddr(t), nil))
 	time.Sleep(time.Second)
 	stop.Store(true)
 	<-producerDone

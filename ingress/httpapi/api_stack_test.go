@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -396,7 +395,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.keys[tenant] = apiKey
-	addr := freeAddr(t)
+	addr := stacktest.FreeAddr(t)
 	h.url = "http://" + addr
 	env := map[string]string{
 		"DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"],
@@ -455,16 +454,6 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	if c := len(h.Sim.Charges("")); c != 1 {
 		t.Fatalf("charges = %d", c)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func waitReady(t *testing.T, url string) {

@@ -12,6 +12,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderflow/orderflow/internal/apikeys"
 )
 
 type metrics struct {
@@ -125,7 +127,7 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 			}
 			tenant, err := keys.Tenant(r.Context(), strings.TrimSpace(token))
 			if err != nil {
-				if !errors.Is(err, errUnauthorized) {
+				if !errors.Is(err, apikeys.ErrUnauthorized) {
 					logger.ErrorContext(r.Context(), "api key lookup failed", "err", err)
 					writeProblem(w, withRetry(newProblem(kindUnavailable, "cannot check the API key now"), 1))
 					return

@@ -29,8 +29,6 @@ type KeyStore interface {
 	Tenant(ctx context.Context, key string) (string, error)
 }
 
-var errUnauthorized = apikeys.ErrUnauthorized
-
 // IdempotencyStore keeps the responses of keyed requests.
 type IdempotencyStore interface {
 	Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)

@@ -1,6 +1,7 @@
 package stacktest
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 )
 
+// Builds are shared by every test of the process: each binary is built once.
 var (
 	buildMu sync.Mutex
 	built   = map[string]string{}
@@ -123,4 +125,15 @@ func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
