@@ -20,8 +20,8 @@ test: stack-up vet
 	scripts/schemathesis
 	{ $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m ./...; a=$$?; \
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
-	  exit $$((a | b)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary
-	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt
+	  exit $$((a | b)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
+	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; tail -1 $(STACK)/test-console.log
 
 ## chaos: only the fault suite
 chaos: stack-up
