@@ -127,7 +127,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			p = nil
 		}
 		if p == nil {
-			p = c.newPartition(ctx, m.Partition)
+			p = c.newPartition(ctx)
 			parts[m.Partition] = p
 			wg.Add(1) // registered before the goroutine starts
 			go func() {

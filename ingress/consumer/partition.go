@@ -14,7 +14,6 @@ import (
 // ours to keep.)
 type partition struct {
 	c      *Consumer
-	id     int
 	last   int64 // highest offset handed in; only the fetch loop uses it
 	in     chan kafka.Message
 	done   chan struct{}
@@ -23,12 +22,12 @@ type partition struct {
 	final  atomic.Bool // commit the watermark on the way out
 }
 
-func (c *Consumer) newPartition(parent context.Context, id int) *partition {
+func (c *Consumer) newPartition(parent context.Context) *partition {
 	ctx, cancel := context.WithCancel(parent)
 	// The buffer lets the fetch loop run ahead of a busy partition instead of
 	// stalling every other partition behind it. Buffered messages are not settled,
 	// so they are never committed.
-	p := &partition{c: c, id: id, in: make(chan kafka.Message, 4*c.opts.InFlightPerPartition), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	p := &partition{c: c, in: make(chan kafka.Message, 4*c.opts.InFlightPerPartition), done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	p.final.Store(true)
 	return p
 }

@@ -47,25 +47,39 @@ type Store struct {
 // New returns the store.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
+const insertSQL = `
+	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT (id) DO NOTHING`
+
+func insertArgs(o order.Order) ([]any, error) {
+	items, err := json.Marshal(o.Items)
+	if err != nil {
+		return nil, fmt.Errorf("encode items: %w", err)
+	}
+	return []any{o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending}, nil
+}
+
 // Insert records the order as PENDING; inserting it again is a no-op.
 func (s *Store) Insert(ctx context.Context, o order.Order) error {
-	_, err := s.Record(ctx, o)
-	return err
+	args, err := insertArgs(o)
+	if err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, insertSQL, args...); err != nil {
+		return fmt.Errorf("insert order %s: %w", o.ID, err)
+	}
+	return nil
 }
 
 // Record inserts the order as PENDING if it is new and returns the order as it
-// stands, in one round trip for a new order.
+// stands: one round trip for a new order, two for a known one.
 func (s *Store) Record(ctx context.Context, o order.Order) (View, error) {
-	items, err := json.Marshal(o.Items)
+	args, err := insertArgs(o)
 	if err != nil {
-		return View{}, fmt.Errorf("encode items: %w", err)
+		return View{}, err
 	}
-	v, err := scan(s.pool.QueryRow(ctx, `
-		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (id) DO NOTHING
-		RETURNING `+columns,
-		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending))
+	v, err := scan(s.pool.QueryRow(ctx, insertSQL+` RETURNING `+columns, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, o.Tenant, o.ID) // it existed: read it
 	}
