@@ -203,6 +203,9 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 		return Result{Scenario: name}, err
 	}
 	b.procEnv["CONSUMER_IN_FLIGHT"] = strconv.Itoa(max(b.conc/4, 1)) // 4 partitions: the same concurrency in all
+	// A group of its own: joining the first worker's group would rebalance it.
+	b.group += "-ingress"
+	b.procEnv["CONSUMER_GROUP"] = b.group
 	if err := b.startWorker(b.topics["requests"]); err != nil {
 		return Result{Scenario: name}, err
 	}
