@@ -82,7 +82,7 @@ func (h *harness) events(t *testing.T, want int) []activities.Event {
 		if err := json.Unmarshal(m.Value, &e); err != nil {
 			t.Fatalf("event %s: %v", m.Value, err)
 		}
-		if hdr := header(m, "eventId"); hdr != e.EventID {
+		if hdr := stacktest.Header(m, "eventId"); hdr != e.EventID {
 			t.Fatalf("eventId header %q != value %q", hdr, e.EventID)
 		}
 		if string(m.Key) != e.OrderID {
@@ -91,15 +91,6 @@ func (h *harness) events(t *testing.T, want int) []activities.Event {
 		out = append(out, e)
 	}
 	return out
-}
-
-func header(m kafka.Message, key string) string {
-	for _, h := range m.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
 }
 
 func TestOrderRunsToPaidOnTheRealStack(t *testing.T) {

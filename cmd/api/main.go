@@ -92,12 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	switch args[1] {
 	case "migrate":
-		pool, err := database.Open(ctx, c.DatabaseURL, 2)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		return database.Migrate(ctx, pool, logger)
+		return database.MigrateURL(ctx, c.DatabaseURL, logger)
 	case "keys":
 		return keys(ctx, c, args[2:], stdout)
 	default:

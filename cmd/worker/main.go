@@ -120,12 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case "":
 		return serve(ctx, c, logger)
 	case "migrate":
-		pool, err := database.Open(ctx, c.DatabaseURL, 2)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		return database.Migrate(ctx, pool, logger)
+		return database.MigrateURL(ctx, c.DatabaseURL, logger)
 	case "dlq":
 		return redrive(ctx, c, args[2:], logger, stdout)
 	default:

@@ -149,15 +149,6 @@ func (p *pipeline) deadLetters(t *testing.T, want int) []kafka.Message {
 	return out
 }
 
-func header(m kafka.Message, key string) string {
-	for _, h := range m.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
 func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	p := newPipeline(t)
 	unknownTenant := stacktest.Name("unknown")
@@ -218,15 +209,15 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 		want[string(m.Value)] = true
 	}
 	for i, m := range dead {
-		if header(m, consumer.HeaderTopic) != p.requests || header(m, consumer.HeaderError) == "" ||
-			header(m, consumer.HeaderPartition) == "" || header(m, consumer.HeaderOffset) == "" {
+		if stacktest.Header(m, consumer.HeaderTopic) != p.requests || stacktest.Header(m, consumer.HeaderError) == "" ||
+			stacktest.Header(m, consumer.HeaderPartition) == "" || stacktest.Header(m, consumer.HeaderOffset) == "" {
 			t.Errorf("dead letter %d headers: %v", i, m.Headers)
 		}
 		if !want[string(m.Value)] {
 			t.Errorf("dead letter %d = %q: not one of the poison messages, or twice", i, m.Value)
 		}
 		delete(want, string(m.Value))
-		t.Logf("dead letter from offset %s: %s", header(m, consumer.HeaderOffset), header(m, consumer.HeaderError))
+		t.Logf("dead letter from offset %s: %s", stacktest.Header(m, consumer.HeaderOffset), stacktest.Header(m, consumer.HeaderError))
 	}
 
 	// Once the tenant exists, a redrive brings the dead-lettered event back; a second

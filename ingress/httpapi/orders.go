@@ -218,8 +218,12 @@ func (a *api) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrNotCancellable,
 		errors.As(err, &notFound): // the workflow has closed
-		if view, gerr := a.Orders.Get(r.Context(), tenant, view.ID); gerr == nil && view.Status == order.StatusCancelled {
+		now, gerr := a.Orders.Get(r.Context(), tenant, view.ID)
+		if gerr == nil && now.Status == order.StatusCancelled {
 			break // cancelling twice answers the same
+		}
+		if gerr == nil {
+			view = now
 		}
 		writeProblem(w, newProblem(kindNotCancellable, "the order is "+string(view.Status)))
 		return

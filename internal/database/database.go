@@ -61,3 +61,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error
 	logger.InfoContext(ctx, "schema up to date", "version", v)
 	return nil
 }
+
+// MigrateURL opens a small pool on url, applies the migrations and closes it: the
+// binaries' `migrate` command.
+func MigrateURL(ctx context.Context, url string, logger *slog.Logger) error {
+	pool, err := Open(ctx, url, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return Migrate(ctx, pool, logger)
+}

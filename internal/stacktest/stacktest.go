@@ -228,3 +228,13 @@ func MetricsText(reg *prometheus.Registry) string {
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
 }
+
+// Header returns the value of a Kafka message header, or "".
+func Header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
