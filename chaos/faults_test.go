@@ -104,26 +104,27 @@ func TestChaosTemporalRestart(t *testing.T) {
 	r.ledger(t, "temporal stopped+started under traffic")
 }
 
-func TestChaosPostgresRestart(t *testing.T) {
-	r := newRig(t)
-	r.startWorker(t, nil)
-	r.startAPI(t)
-	wait := r.traffic(t, "postgres", 15*time.Second)
-	time.Sleep(4 * time.Second)
-	stacktest.Service(t, "restart", "postgres")
-	wait()
-	r.ledger(t, "postgres restarted under traffic")
-}
-
-func TestChaosKafkaRestart(t *testing.T) {
-	r := newRig(t)
-	r.startWorker(t, nil)
-	r.startAPI(t)
-	wait := r.traffic(t, "kafka", 20*time.Second)
-	time.Sleep(4 * time.Second)
-	stacktest.Service(t, "restart", "kafka")
-	wait()
-	r.ledger(t, "kafka broker restarted under traffic")
+// A stack server is restarted while HTTP and Kafka traffic flows.
+func TestChaosServerRestart(t *testing.T) {
+	for _, tc := range []struct {
+		service string
+		traffic time.Duration
+		fault   string
+	}{
+		{"postgres", 15 * time.Second, "postgres restarted under traffic"},
+		{"kafka", 20 * time.Second, "kafka broker restarted under traffic"},
+	} {
+		t.Run(tc.service, func(t *testing.T) {
+			r := newRig(t)
+			r.startWorker(t, nil)
+			r.startAPI(t)
+			wait := r.traffic(t, tc.service, tc.traffic)
+			time.Sleep(4 * time.Second)
+			stacktest.Service(t, "restart", tc.service)
+			wait()
+			r.ledger(t, tc.fault)
+		})
+	}
 }
 
 // The worker is killed with SIGKILL at three points of a charge and restarted.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
@@ -65,19 +64,11 @@ func (h *harness) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
-// events reads every event in the harness topic (one partition) until ctx ends.
+// events reads the first want events of the harness topic (one partition).
 func (h *harness) events(t *testing.T, want int) []activities.Event {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: h.Brokers, Topic: h.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	var out []activities.Event
-	for len(out) < want {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read events (got %d of %d): %v", len(out), want, err)
-		}
+	for _, m := range stacktest.Messages(t, h.Topic, want) {
 		var e activities.Event
 		if err := json.Unmarshal(m.Value, &e); err != nil {
 			t.Fatalf("event %s: %v", m.Value, err)

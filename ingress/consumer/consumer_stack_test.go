@@ -134,19 +134,7 @@ func (p *pipeline) lagging(t *testing.T) map[int][2]int64 {
 
 func (p *pipeline) deadLetters(t *testing.T, want int) []kafka.Message {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: p.Brokers, Topic: p.dlq, Partition: 0, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []kafka.Message
-	for len(out) < want {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read dead letters (%d of %d): %v", len(out), want, err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return stacktest.Messages(t, p.dlq, want)
 }
 
 func TestDuplicatesPoisonAndPartitions(t *testing.T) {

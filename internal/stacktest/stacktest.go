@@ -238,3 +238,22 @@ func Header(m kafka.Message, key string) string {
 	}
 	return ""
 }
+
+// Messages reads the first want messages of partition 0 of topic, failing the test
+// if they do not arrive within 20 s.
+func Messages(tb testing.TB, topic string, want int) []kafka.Message {
+	tb.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: Brokers(tb), Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []kafka.Message
+	for len(out) < want {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			tb.Fatalf("read %s (got %d of %d): %v", topic, len(out), want, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
