@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/payments"
+	"github.com/orderflow/orderflow/internal/provider"
 )
 
 // Temporal error types of payment outcomes that a retry cannot change.
@@ -23,11 +23,11 @@ const (
 
 // Provider is the payment provider as the activities see it.
 type Provider interface {
-	Charge(ctx context.Context, key string, amount int64, currency, paymentMethod, orderID string) (payments.Charge, error)
-	Refund(ctx context.Context, key, chargeID string, amount int64) (payments.Refund, error)
+	Charge(ctx context.Context, key string, amount int64, currency, paymentMethod, orderID string) (provider.Charge, error)
+	Refund(ctx context.Context, key, chargeID string, amount int64) (provider.Refund, error)
 }
 
-var _ Provider = (*payments.Client)(nil)
+var _ Provider = (*provider.Client)(nil)
 
 // Payments charges and refunds orders, recording each call in the payments table.
 type Payments struct {
@@ -127,7 +127,7 @@ func (a *Payments) Refund(ctx context.Context, in RefundInput) (RefundResult, er
 // failed records a final provider answer and turns it into a non-retryable error;
 // anything else (5xx, timeouts, network) is returned for Temporal to retry.
 func (a *Payments) failed(ctx context.Context, key string, err error) error {
-	var perr *payments.Error
+	var perr *provider.Error
 	if !errors.As(err, &perr) || perr.Retryable() {
 		return fmt.Errorf("payment %s: %w", key, err)
 	}

@@ -17,9 +17,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
@@ -131,16 +130,16 @@ func TestChaosServerRestart(t *testing.T) {
 func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 	points := []struct {
 		name   string
-		faults paysim.Faults
+		faults sandbox.Faults
 		at     func(r *rig, key string) bool
 	}{
-		{"between a failed attempt and its retry", paysim.Faults{FailBefore: 1}, func(r *rig, key string) bool {
+		{"between a failed attempt and its retry", sandbox.Faults{FailBefore: 1}, func(r *rig, key string) bool {
 			return r.Sim.Requests(key) == 1 // answered 500, nothing charged; the retry is pending
 		}},
-		{"while the provider was charging", paysim.Faults{LatencyMS: 3000, Slow: 1}, func(r *rig, key string) bool {
+		{"while the provider was charging", sandbox.Faults{LatencyMS: 3000, Slow: 1}, func(r *rig, key string) bool {
 			return r.Sim.InFlight() == 1
 		}},
-		{"after the charge activity completed", paysim.Faults{}, func(r *rig, key string) bool {
+		{"after the charge activity completed", sandbox.Faults{}, func(r *rig, key string) bool {
 			var n int
 			_ = r.Pool.QueryRow(context.Background(), `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded'`, key).Scan(&n)
 			return n == 1
@@ -153,12 +152,12 @@ func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 			worker := r.startWorker(t, nil)
 			r.startAPI(t)
 			key := stacktest.Name("k")
-			chargeKey := order.PaymentKey(intake.WorkflowID(r.tenant, key), "charge")
+			chargeKey := order.PaymentKey(order.WorkflowID(r.tenant, key), "charge")
 			r.order(t, key)
 			stacktest.Eventually(t, 30*time.Second, "the kill point", func() bool { return pt.at(r, chargeKey) })
 			worker.Kill(t)
 			charged := len(r.Sim.Charges(chargeKey))
-			r.Sim.SetFaults(paysim.Faults{})
+			r.Sim.SetFaults(sandbox.Faults{})
 			r.startWorker(t, nil)
 			r.ledger(t, fmt.Sprintf("worker SIGKILL %s (charges at kill: %d, requests: %d)", pt.name, charged, r.Sim.Requests(chargeKey)))
 		})
@@ -167,7 +166,7 @@ func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 
 func TestChaosSIGTERMUnderLoad(t *testing.T) {
 	r := newRig(t)
-	r.Sim.SetFaults(paysim.Faults{LatencyMS: 200})
+	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 200})
 	worker := r.startWorker(t, nil)
 	api := r.startAPI(t)
 	wait := r.traffic(t, "sigterm", 15*time.Second)
@@ -191,7 +190,7 @@ func TestChaosProviderSlowAnd5xx(t *testing.T) {
 	r := newRig(t)
 	// One request slower than the client's timeout: the attempt gives up while the
 	// provider goes on and charges; the retry finds the key in use, then replayed.
-	r.Sim.SetFaults(paysim.Faults{LatencyMS: 2500, Slow: 1})
+	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 2500, Slow: 1})
 	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "1s"})
 	r.startAPI(t)
 	for i := range 3 {
@@ -200,7 +199,7 @@ func TestChaosProviderSlowAnd5xx(t *testing.T) {
 	stacktest.Eventually(t, 60*time.Second, "the slow orders to be paid", func() bool {
 		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == 3
 	})
-	r.Sim.SetFaults(paysim.Faults{FailBefore: 12})
+	r.Sim.SetFaults(sandbox.Faults{FailBefore: 12})
 	for i := range 5 {
 		r.order(t, fmt.Sprintf("5xx-%d", i))
 	}
@@ -299,7 +298,7 @@ func TestChaosDuplicateFloods(t *testing.T) {
 	r.startAPI(t)
 
 	key := stacktest.Name("flood")
-	r.expect(intake.WorkflowID(r.tenant, key))
+	r.expect(order.WorkflowID(r.tenant, key))
 	var wg sync.WaitGroup
 	var accepted, conflicts atomic.Int64
 	for range 100 {

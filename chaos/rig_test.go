@@ -18,7 +18,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/stacktest"
@@ -115,7 +114,7 @@ func (r *rig) post(key string) (int, int, error) {
 // order is a client that retries one order until the API accepts it, as a careful
 // client would: same key, honouring Retry-After, through broken connections.
 func (r *rig) order(t *testing.T, key string) {
-	r.expect(intake.WorkflowID(r.tenant, key))
+	r.expect(order.WorkflowID(r.tenant, key))
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		status, retryAfter, err := r.post(key)
@@ -139,7 +138,7 @@ func (r *rig) writer() *kafka.Writer {
 
 // produce writes one event, retrying until the broker has it for sure.
 func (r *rig) produce(t *testing.T, w *kafka.Writer, eventID string, key []byte) {
-	r.expect(intake.WorkflowID(r.tenant, eventID))
+	r.expect(order.WorkflowID(r.tenant, eventID))
 	value := []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, eventID, r.tenant, orderJSON))
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -144,10 +144,10 @@ func TestDeclinedOnTheRealStack(t *testing.T) {
 func TestChargedThenAnswerLostChargesOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		faults paysim.Faults
+		faults sandbox.Faults
 	}{
-		{"500", paysim.Faults{FailAfter: 2}},
-		{"dropped connection", paysim.Faults{DropAfter: 2}},
+		{"500", sandbox.Faults{FailAfter: 2}},
+		{"dropped connection", sandbox.Faults{DropAfter: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -177,7 +177,7 @@ func TestChargedThenAnswerLostChargesOnce(t *testing.T) {
 // provider finishes the charge; a new worker retries with the same key and gets it.
 func TestWorkerKilledDuringChargeChargesOnce(t *testing.T) {
 	h := newHarness(t)
-	h.Sim.SetFaults(paysim.Faults{LatencyMS: 3000})
+	h.Sim.SetFaults(sandbox.Faults{LatencyMS: 3000})
 	first := h.StartWorkerProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -191,7 +191,7 @@ func TestWorkerKilledDuringChargeChargesOnce(t *testing.T) {
 		t.Fatalf("order status while the charge is unknown = %s, want PAYMENT_PENDING", status)
 	}
 	stacktest.Eventually(t, 10*time.Second, "the provider to finish the charge", func() bool { return len(h.Sim.Charges(key)) == 1 })
-	h.Sim.SetFaults(paysim.Faults{})
+	h.Sim.SetFaults(sandbox.Faults{})
 
 	h.StartWorkerProcess(t)
 	var res workflows.OrderResult

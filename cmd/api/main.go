@@ -23,11 +23,11 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/config"
-	"github.com/orderflow/orderflow/internal/database"
 	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/telemetry"
-	"github.com/orderflow/orderflow/internal/temporalclient"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 )
 
 func main() {

@@ -22,8 +22,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/database"
-	"github.com/orderflow/orderflow/internal/temporalclient"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 )
 
 // bench holds the processes and connections of one run.

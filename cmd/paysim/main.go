@@ -1,4 +1,4 @@
-// Command paysim runs the payment provider SANDBOX (see internal/paysim): a
+// Command paysim runs the payment provider SANDBOX (see internal/sandbox): a
 // Stripe-like API for development and tests, never a real provider.
 //
 // Faults can be set at start (PAYSIM_LATENCY_MS, PAYSIM_FAIL_AFTER, ...) or at run
@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/config"
-	"github.com/orderflow/orderflow/internal/paysim"
-	"github.com/orderflow/orderflow/internal/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/sandbox"
 )
 
 func main() {
@@ -35,7 +35,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	e := config.New(getenv)
 	addr := e.String("PAYSIM_ADDR", ":8099")
 	logger := telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
-	faults := paysim.Faults{
+	faults := sandbox.Faults{
 		LatencyMS:  e.Int("PAYSIM_LATENCY_MS", 0),
 		FailBefore: e.Int("PAYSIM_FAIL_BEFORE", 0),
 		FailAfter:  e.Int("PAYSIM_FAIL_AFTER", 0),
@@ -48,7 +48,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: paysim.New(logger, faults).Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: sandbox.New(logger, faults).Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("payment sandbox listening", "addr", ln.Addr().String())

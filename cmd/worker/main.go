@@ -27,11 +27,11 @@ import (
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/config"
-	"github.com/orderflow/orderflow/internal/database"
-	"github.com/orderflow/orderflow/internal/payments"
-	"github.com/orderflow/orderflow/internal/telemetry"
-	"github.com/orderflow/orderflow/internal/temporalclient"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
 )
 
@@ -152,7 +152,7 @@ func serve(ctx context.Context, c cfg, logger *slog.Logger) error {
 	dlq := activities.NewWriter(c.KafkaBrokers, c.DLQTopic)
 	w := worker.New(tc, c.Worker, worker.Activities{
 		Orders:   activities.NewOrders(pool),
-		Payments: activities.NewPayments(pool, payments.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout)),
+		Payments: activities.NewPayments(pool, provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout)),
 		Events:   activities.NewEvents(events),
 	})
 	reader := kafka.NewReader(kafka.ReaderConfig{

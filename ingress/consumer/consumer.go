@@ -168,7 +168,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 		c.m.duplicates.Inc()
 		return nil
 	}
-	workflowID := intake.WorkflowID(ev.Tenant, ev.EventID)
+	workflowID := order.WorkflowID(ev.Tenant, ev.EventID)
 	if _, err := c.starter.Start(ctx, ev.Order.Order(ev.Tenant, workflowID)); err != nil {
 		return err
 	}

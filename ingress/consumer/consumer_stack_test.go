@@ -21,7 +21,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
@@ -174,7 +174,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	stop()
 
 	for id := range valid {
-		wid := intake.WorkflowID(p.tenant, id)
+		wid := order.WorkflowID(p.tenant, id)
 		stacktest.Eventually(t, 10*time.Second, "workflow "+wid+" to be visible", func() bool { return stacktest.Runs(t, p.Temporal, wid) >= 1 })
 		if n := stacktest.Runs(t, p.Temporal, wid); n != 1 {
 			t.Errorf("event %s started %d workflows", id, n)
@@ -226,7 +226,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	stacktest.Eventually(t, 30*time.Second, "the second redrive to be absorbed", func() bool {
 		return counter(t, reg, "orderflow_consumer_duplicates_total") == 1
 	})
-	wid := intake.WorkflowID(unknownTenant, "unknown-tenant")
+	wid := order.WorkflowID(unknownTenant, "unknown-tenant")
 	stacktest.Eventually(t, 10*time.Second, "the redriven workflow", func() bool { return stacktest.Runs(t, p.Temporal, wid) == 1 })
 }
 
@@ -292,7 +292,7 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 		t.Fatalf("processed events = %d", got)
 	}
 	for i := range n {
-		wid := intake.WorkflowID(p.tenant, fmt.Sprintf("evt-%d", i))
+		wid := order.WorkflowID(p.tenant, fmt.Sprintf("evt-%d", i))
 		if runs := stacktest.Runs(t, p.Temporal, wid); runs != 1 {
 			t.Fatalf("%s has %d runs", wid, runs)
 		}
@@ -303,7 +303,7 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 // deadline; after a restart every event has exactly one workflow and one charge.
 func TestGracefulStopUnderLoad(t *testing.T) {
 	p := newPipeline(t)
-	p.Sim.SetFaults(paysim.Faults{LatencyMS: 300})
+	p.Sim.SetFaults(sandbox.Faults{LatencyMS: 300})
 	bin := stacktest.Binary(t, "cmd/worker")
 	ops := stacktest.FreeAddr(t)
 	first := stacktest.Start(t, bin, p.workerEnv(ops, nil))
@@ -357,7 +357,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		return paid == len(ids)
 	})
 	for _, id := range ids {
-		key := order.PaymentKey(intake.WorkflowID(p.tenant, id), "charge")
+		key := order.PaymentKey(order.WorkflowID(p.tenant, id), "charge")
 		if n := len(p.Sim.Charges(key)); n != 1 {
 			t.Fatalf("event %s: %d charges", id, n)
 		}

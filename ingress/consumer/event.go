@@ -10,7 +10,7 @@ import (
 	"errors"
 
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/order"
 )
 
 // Event is a message of orders.requested.
@@ -34,7 +34,7 @@ func DecodeEvent(value []byte) (Event, error) {
 	if err := checkEventID(raw.EventID); err != nil {
 		return Event{}, err
 	}
-	if !apikeys.ValidTenant(raw.Tenant) {
+	if !order.ValidTenant(raw.Tenant) {
 		return Event{}, &intake.FieldError{Field: "tenant", Message: "missing or not a tenant name"}
 	}
 	if len(raw.Order) == 0 || string(raw.Order) == "null" {

@@ -23,8 +23,8 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/stacktest"
-	"github.com/orderflow/orderflow/internal/telemetry"
 )
 
 const body = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
@@ -194,7 +194,7 @@ func TestConcurrentPostsWithOneKeyMakeOneOrder(t *testing.T) {
 		ids[r.order(t).ID] = true
 	}
 	t.Logf("50 concurrent POSTs: %d first, %d replays, %d answered 409 first, %d retries", firsts, replays, conflicts, retries)
-	wantID := order.IDFor(intake.WorkflowID(tenant, key))
+	wantID := order.IDFor(order.WorkflowID(tenant, key))
 	if len(ids) != 1 || !ids[wantID] || firsts != 1 {
 		t.Fatalf("order IDs %v, first responses %d: want only %s, once", ids, firsts, wantID)
 	}
@@ -205,7 +205,7 @@ func TestConcurrentPostsWithOneKeyMakeOneOrder(t *testing.T) {
 		t.Fatalf("idempotency rows = %d", c)
 	}
 	h.waitStatus(t, tenant, wantID, order.StatusPaid)
-	if c := len(h.Sim.Charges(order.PaymentKey(intake.WorkflowID(tenant, key), "charge"))); c != 1 {
+	if c := len(h.Sim.Charges(order.PaymentKey(order.WorkflowID(tenant, key), "charge"))); c != 1 {
 		t.Fatalf("charges = %d", c)
 	}
 	if c := len(h.Sim.Charges("")); c != 1 {
@@ -406,7 +406,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	waitReady(t, h.url)
 
 	key := stacktest.Name("k")
-	workflowID := intake.WorkflowID(tenant, key)
+	workflowID := order.WorkflowID(tenant, key)
 	firstErr := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/orders", strings.NewReader(body))

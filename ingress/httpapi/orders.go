@@ -72,7 +72,7 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 
 	wait := parsePreferWait(r.Header.Values("Prefer"))
-	workflowID := intake.WorkflowID(tenant, key)
+	workflowID := order.WorkflowID(tenant, key)
 	lease := time.Duration(wait)*time.Second + startBudget
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), lease)
 	defer cancel()

@@ -18,7 +18,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
 )
 
 //go:embed openapi.yaml

@@ -22,10 +22,3 @@ func BenchmarkFingerprint(b *testing.B) {
 		Fingerprint(r)
 	}
 }
-
-func BenchmarkWorkflowID(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		WorkflowID("acme", "8e03978e-40d5-43e8-bc93-6894a57f9324")
-	}
-}

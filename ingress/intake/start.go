@@ -3,7 +3,6 @@ package intake
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -12,27 +11,6 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/workflows"
 )
-
-// WorkflowID is order:{tenant}:{key}. Tenant names cannot hold ':' or '%'; in the key,
-// '%', ':' and anything outside visible ASCII are percent-encoded, so no key of one
-// tenant can produce another tenant's ID. Tenants and client keys only: no personal
-// data goes into IDs, which Temporal stores in plain text.
-func WorkflowID(tenant, key string) string {
-	var b strings.Builder
-	b.Grow(len("order:") + len(tenant) + 1 + len(key))
-	b.WriteString("order:")
-	b.WriteString(tenant)
-	b.WriteByte(':')
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c == '%' || c == ':' || c < 0x21 || c > 0x7e {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
 
 // Starter starts OrderWorkflow so that a duplicate start lands on the existing
 // workflow, running or closed.

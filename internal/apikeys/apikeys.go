@@ -11,25 +11,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/orderflow/orderflow/internal/order"
 )
 
 // ErrUnauthorized is any key that is malformed, unknown or revoked.
 var ErrUnauthorized = errors.New("invalid API key")
 
 const prefix = "of_"
-
-var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-// ValidTenant reports whether name is a tenant name: lower-case letters, digits, '-'
-// and '_', at most 63 characters.
-func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
 
 // cacheTTL bounds how long a verified key is trusted without asking Postgres again,
 // and so how long a revocation takes to bite.
@@ -54,7 +48,7 @@ func New(pool *pgxpool.Pool) *Store {
 
 // Create issues a key for tenant and returns it; it cannot be shown again.
 func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
-	if !ValidTenant(tenant) {
+	if !order.ValidTenant(tenant) {
 		return "", fmt.Errorf("tenant %q: use lower-case letters, digits, '-' and '_' (at most 63)", tenant)
 	}
 	idb := make([]byte, 6)

@@ -1,35 +1,13 @@
-// Package order holds the order's domain types and the pure, deterministic
-// derivations that workflows, activities and ingress share.
+// Package order is the order domain: its types, its state machine (status.go) and
+// its identity (identity.go), pure and deterministic, shared by workflows,
+// activities and both ingresses.
 package order
 
 import (
-	"crypto/sha256"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"math"
 )
-
-// Status is an order's state in the read model and in the workflow.
-type Status string
-
-const (
-	StatusPending         Status = "PENDING"
-	StatusPaymentPending  Status = "PAYMENT_PENDING" // a charge was sent; its outcome is not known yet
-	StatusPaid            Status = "PAID"
-	StatusPaymentDeclined Status = "PAYMENT_DECLINED"
-	StatusCancelled       Status = "CANCELLED"
-	StatusFailed          Status = "FAILED" // failed for good after the charge; refunded
-)
-
-// Terminal reports whether no further transition can leave the status.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusPaymentDeclined, StatusCancelled, StatusFailed:
-		return true
-	}
-	return false
-}
 
 // Item is one order line. Amounts are integer minor units.
 type Item struct {
@@ -71,43 +49,4 @@ func Total(items []Item) (int64, error) {
 		sum += line
 	}
 	return sum, nil
-}
-
-var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-func digest(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		// Length-prefixed, so ("ab","c") and ("a","bc") differ.
-		fmt.Fprintf(h, "%d:%s;", len(p), p)
-	}
-	return b32.EncodeToString(h.Sum(nil))
-}
-
-// IDFor derives the public order ID from its workflow ID: stable across retries and
-// free of the tenant's or client's data.
-func IDFor(workflowID string) string {
-	return "ord_" + lower(digest("order", workflowID)[:26])
-}
-
-// EventID derives the ID of an outbound event, the same on every attempt to publish it.
-func EventID(workflowID, eventType string) string {
-	return "evt_" + lower(digest("event", workflowID, eventType)[:26])
-}
-
-// PaymentKey is the idempotency key sent to the payment provider for one operation
-// ("charge", "refund") of one order: derived from the business identity, never from
-// the attempt or run.
-func PaymentKey(workflowID, op string) string {
-	return workflowID + "/" + op
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }

@@ -37,20 +37,3 @@ func TestTotal(t *testing.T) {
 		})
 	}
 }
-
-func TestDerivedIDsAreStableAndDistinct(t *testing.T) {
-	a, b := "order:acme:k1", "order:acme:k2"
-	if IDFor(a) != IDFor(a) || EventID(a, "OrderPaid") != EventID(a, "OrderPaid") {
-		t.Fatal("derivations are not stable")
-	}
-	seen := map[string]bool{}
-	for _, id := range []string{IDFor(a), IDFor(b), EventID(a, "OrderPaid"), EventID(a, "OrderCancelled"), EventID(b, "OrderPaid")} {
-		if seen[id] {
-			t.Fatalf("collision on %s", id)
-		}
-		seen[id] = true
-	}
-	if got := PaymentKey(a, "charge"); got != "order:acme:k1/charge" {
-		t.Fatalf("PaymentKey = %q", got)
-	}
-}

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/payments"
-	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/worker"
 )
 
@@ -22,7 +22,7 @@ import (
 type Orders struct {
 	Pool     *pgxpool.Pool
 	Temporal client.Client
-	Sim      *paysim.Server
+	Sim      *sandbox.Server
 	SimURL   string
 	Queue    string
 	Topic    string
@@ -36,7 +36,7 @@ func NewOrders(tb testing.TB) *Orders {
 	h := &Orders{
 		Pool:     Pool(tb),
 		Temporal: Temporal(tb),
-		Sim:      paysim.New(slog.New(slog.NewTextHandler(io.Discard, nil)), paysim.Faults{}),
+		Sim:      sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Faults{}),
 		Queue:    Name("orders"),
 		Topic:    Topic(tb, 1),
 		Brokers:  Brokers(tb),
@@ -55,7 +55,7 @@ func (h *Orders) StartWorker(tb testing.TB) {
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
 		worker.Activities{
 			Orders:   activities.NewOrders(h.Pool),
-			Payments: activities.NewPayments(h.Pool, payments.New(h.SimURL, "", 2*time.Second)),
+			Payments: activities.NewPayments(h.Pool, provider.New(h.SimURL, "", 2*time.Second)),
 			Events:   activities.NewEvents(writer),
 		})
 	if err := w.Start(); err != nil {

@@ -29,7 +29,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/orderflow/orderflow/internal/database"
+	"github.com/orderflow/orderflow/internal/platform/database"
 )
 
 // Env returns the variables of the stack's env file.

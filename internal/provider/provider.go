@@ -1,6 +1,6 @@
-// Package payments is a client of a Stripe-like payment provider: charges and refunds
+// Package provider is a client of a Stripe-like payment provider: charges and refunds
 // with form-encoded bodies, amounts in minor units and an Idempotency-Key header.
-package payments
+package provider
 
 import (
 	"context"

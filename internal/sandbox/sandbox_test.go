@@ -1,4 +1,4 @@
-package paysim_test
+package sandbox_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/payments"
-	"github.com/orderflow/orderflow/internal/paysim"
+	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/sandbox"
 )
 
-func newSandbox(t *testing.T) (*paysim.Server, *payments.Client) {
+func newSandbox(t *testing.T) (*sandbox.Server, *provider.Client) {
 	t.Helper()
-	sim := paysim.New(slog.New(slog.NewTextHandler(io.Discard, nil)), paysim.Faults{})
+	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Faults{})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	return sim, payments.New(srv.URL, "sk_test", 2*time.Second)
+	return sim, provider.New(srv.URL, "sk_test", 2*time.Second)
 }
 
 func TestSameKeyChargesOnce(t *testing.T) {
@@ -39,7 +39,7 @@ func TestSameKeyChargesOnce(t *testing.T) {
 	if n := len(sim.Charges("k1")); n != 1 {
 		t.Fatalf("charges for k1 = %d, want 1", n)
 	}
-	var perr *payments.Error
+	var perr *provider.Error
 	_, err = c.Charge(ctx, "k1", 1, "USD", "pm_card_visa", "ord_1")
 	if !errors.As(err, &perr) || perr.StatusCode != 400 || perr.Retryable() {
 		t.Fatalf("same key, other amount: err = %v, want a non-retryable 400", err)
@@ -49,7 +49,7 @@ func TestSameKeyChargesOnce(t *testing.T) {
 func TestDecline(t *testing.T) {
 	sim, c := newSandbox(t)
 	_, err := c.Charge(context.Background(), "k", 100, "EUR", "pm_card_chargeDeclined", "ord_1")
-	var perr *payments.Error
+	var perr *provider.Error
 	if !errors.As(err, &perr) || !perr.Declined() || perr.Retryable() {
 		t.Fatalf("err = %v, want a declined, non-retryable error", err)
 	}
@@ -61,10 +61,10 @@ func TestDecline(t *testing.T) {
 func TestChargeThenFailResponse(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		faults paysim.Faults
+		faults sandbox.Faults
 	}{
-		{"500 after charge", paysim.Faults{FailAfter: 1}},
-		{"dropped connection after charge", paysim.Faults{DropAfter: 1}},
+		{"500 after charge", sandbox.Faults{FailAfter: 1}},
+		{"dropped connection after charge", sandbox.Faults{DropAfter: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim, c := newSandbox(t)
@@ -90,11 +90,11 @@ func TestChargeThenFailResponse(t *testing.T) {
 
 func TestFailBeforeDoesNotCharge(t *testing.T) {
 	sim, c := newSandbox(t)
-	sim.SetFaults(paysim.Faults{FailBefore: 2})
+	sim.SetFaults(sandbox.Faults{FailBefore: 2})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		_, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_1")
-		var perr *payments.Error
+		var perr *provider.Error
 		if !errors.As(err, &perr) || perr.StatusCode != 500 || !perr.Retryable() {
 			t.Fatalf("attempt %d: err = %v, want a retryable 500", i, err)
 		}
@@ -112,14 +112,14 @@ func TestFailBeforeDoesNotCharge(t *testing.T) {
 
 func TestConcurrentSameKey(t *testing.T) {
 	sim, c := newSandbox(t)
-	sim.SetFaults(paysim.Faults{LatencyMS: 200})
+	sim.SetFaults(sandbox.Faults{LatencyMS: 200})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	inUse := 0
 	for i := 0; i < 5; i++ {
 		wg.Go(func() {
 			_, err := c.Charge(context.Background(), "k", 100, "USD", "pm_card_visa", "ord_1")
-			var perr *payments.Error
+			var perr *provider.Error
 			if errors.As(err, &perr) && perr.StatusCode == 409 && perr.Retryable() {
 				mu.Lock()
 				inUse++

@@ -1,9 +1,9 @@
-// Package paysim is a payment provider SANDBOX for development and tests: a Stripe-like
+// Package sandbox is a payment provider SANDBOX for development and tests: a Stripe-like
 // HTTP API that honours idempotency keys the way a real provider does, declines by
 // card token, and injects the faults that cause double charges elsewhere (latency,
 // 5xx, and "charge, then fail the response"). It keeps its ledger in memory and lists
 // it, so a test can count the charges made for a key.
-package paysim
+package sandbox
 
 import (
 	"crypto/rand"

@@ -1,0 +1,81 @@
+package order
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// An order's identity is derived, never stored apart from the order: the tenant and
+// the client's key (an HTTP Idempotency-Key or an event's eventId) give the workflow
+// ID, and the workflow ID gives the public order ID, the outbound event IDs and the
+// payment provider's idempotency keys. The same input gives the same identity on
+// every retry, in every process.
+
+var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidTenant reports whether name is a tenant name: lower-case letters, digits, '-'
+// and '_', at most 63 characters. It never holds ':' or '%', which WorkflowID relies on.
+func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
+
+// WorkflowID is order:{tenant}:{key}. Tenant names cannot hold ':' or '%'; in the key,
+// '%', ':' and anything outside visible ASCII are percent-encoded, so no key of one
+// tenant can produce another tenant's ID. Tenants and client keys only: no personal
+// data goes into IDs, which Temporal stores in plain text.
+func WorkflowID(tenant, key string) string {
+	var b strings.Builder
+	b.Grow(len("order:") + len(tenant) + 1 + len(key))
+	b.WriteString("order:")
+	b.WriteString(tenant)
+	b.WriteByte(':')
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '%' || c == ':' || c < 0x21 || c > 0x7e {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// IDFor derives the public order ID from its workflow ID: stable across retries and
+// free of the tenant's or client's data.
+func IDFor(workflowID string) string {
+	return "ord_" + lower(digest("order", workflowID)[:26])
+}
+
+// EventID derives the ID of an outbound event, the same on every attempt to publish it.
+func EventID(workflowID, eventType string) string {
+	return "evt_" + lower(digest("event", workflowID, eventType)[:26])
+}
+
+// PaymentKey is the idempotency key sent to the payment provider for one operation
+// ("charge", "refund") of one order: derived from the business identity, never from
+// the attempt or run.
+func PaymentKey(workflowID, op string) string {
+	return workflowID + "/" + op
+}
+
+var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		// Length-prefixed, so ("ab","c") and ("a","bc") differ.
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return b32.EncodeToString(h.Sum(nil))
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

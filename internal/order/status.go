@@ -1,0 +1,59 @@
+package order
+
+// Status is an order's state in the read model and in the workflow.
+type Status string
+
+const (
+	StatusPending         Status = "PENDING"
+	StatusPaymentPending  Status = "PAYMENT_PENDING" // a charge was sent; its outcome is not known yet
+	StatusPaid            Status = "PAID"
+	StatusPaymentDeclined Status = "PAYMENT_DECLINED"
+	StatusCancelled       Status = "CANCELLED"
+	StatusFailed          Status = "FAILED" // failed for good after the charge; refunded
+)
+
+// Statuses lists every status, in the order of the state machine.
+var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
+
+// transitions is the order's state machine: the statuses each status may move to.
+// Every status change of an order, in the workflow and in the store, is checked
+// against it; a terminal status has no way out.
+var transitions = map[Status][]Status{
+	StatusPending:        {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	StatusPaymentPending: {StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	StatusPaid:           {StatusCancelled, StatusFailed}, // both refund first
+}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Terminal reports whether no further transition can leave the status.
+func (s Status) Terminal() bool { return s.Valid() && len(transitions[s]) == 0 }
+
+// CanMove reports whether the state machine allows from -> to.
+func CanMove(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Sources returns the statuses from which an order may move to to.
+func Sources(to Status) []Status {
+	var out []Status
+	for _, from := range Statuses {
+		if CanMove(from, to) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
