@@ -6,9 +6,7 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/temporal"
 
@@ -22,13 +20,12 @@ const ErrInvalidTransition = "InvalidTransition"
 
 // Orders keeps the orders table, the read model of every order.
 type Orders struct {
-	pool  *pgxpool.Pool
 	store *orderstore.Store
 }
 
 // NewOrders returns the order store activities.
 func NewOrders(pool *pgxpool.Pool) *Orders {
-	return &Orders{pool: pool, store: orderstore.New(pool)}
+	return &Orders{store: orderstore.New(pool)}
 }
 
 // RecordOrder inserts the order as PENDING; a second call is a no-op.
@@ -36,46 +33,26 @@ func (a *Orders) RecordOrder(ctx context.Context, o order.Order) error {
 	return a.store.Insert(ctx, o)
 }
 
-// Transition moves an order to a new status.
+// Transition moves an order to a new status. (Histories recorded before the state
+// machine moved to the order domain also carry a From list; it is ignored.)
 type Transition struct {
 	OrderID    string
-	From       []order.Status
 	To         order.Status
 	PaymentRef string // kept when empty
 	Failure    string // kept when empty
 }
 
-// Transition applies t only from one of t.From. Repeating an applied transition is a
-// no-op; any other current status is a non-retryable InvalidTransition.
+// Transition applies t if the order's state machine allows it from the current
+// status. Repeating an applied transition is a no-op; a forbidden one is a
+// non-retryable InvalidTransition.
 func (a *Orders) Transition(ctx context.Context, t Transition) error {
-	from := make([]string, len(t.From))
-	for i, s := range t.From {
-		from[i] = string(s)
+	return asActivityError(a.store.Move(ctx, t.OrderID, t.To, t.PaymentRef, t.Failure))
+}
+
+// asActivityError makes a forbidden transition final for Temporal's retries.
+func asActivityError(err error) error {
+	if errors.Is(err, orderstore.ErrInvalidTransition) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidTransition, nil)
 	}
-	tag, err := a.pool.Exec(ctx, `
-		UPDATE orders
-		SET status = $2,
-		    payment_ref = COALESCE(NULLIF($3, ''), payment_ref),
-		    failure = COALESCE(NULLIF($4, ''), failure),
-		    updated_at = now()
-		WHERE id = $1 AND status = ANY($5)`,
-		t.OrderID, t.To, t.PaymentRef, t.Failure, from)
-	if err != nil {
-		return fmt.Errorf("update order %s: %w", t.OrderID, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var current order.Status
-	err = a.pool.QueryRow(ctx, `SELECT status FROM orders WHERE id = $1`, t.OrderID).Scan(&current)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return temporal.NewNonRetryableApplicationError("order "+t.OrderID+" does not exist", ErrInvalidTransition, nil)
-	case err != nil:
-		return fmt.Errorf("read order %s: %w", t.OrderID, err)
-	case current == t.To:
-		return nil
-	}
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("order %s: cannot go from %s to %s", t.OrderID, current, t.To), ErrInvalidTransition, nil)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/provider"
 )
 
@@ -61,31 +62,18 @@ type ChargeResult struct {
 // nobody knows whether the card was charged.
 func (a *Payments) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
 	key := order.PaymentKey(in.WorkflowID, "charge")
-	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status)
-			VALUES ($1, $2, 'charge', $3, $4, 'pending')
-			ON CONFLICT (idempotency_key) DO NOTHING`, key, in.OrderID, in.Amount, in.Currency); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE orders SET status = $2, updated_at = now() WHERE id = $1 AND status = $3`,
-			in.OrderID, order.StatusPaymentPending, order.StatusPending)
-		return err
-	})
-	if err != nil {
-		return ChargeResult{}, fmt.Errorf("record charge %s: %w", key, err)
+	pending := func(tx pgx.Tx) error {
+		return asActivityError(orderstore.New(tx).Move(ctx, in.OrderID, order.StatusPaymentPending, "", ""))
 	}
-
-	stop := heartbeat(ctx)
-	ch, err := a.provider.Charge(ctx, key, in.Amount, in.Currency, in.PaymentMethod, in.OrderID)
-	stop()
+	id, err := a.call(ctx, payment{key: key, kind: "charge", orderID: in.OrderID, amount: in.Amount, currency: in.Currency}, pending,
+		func(ctx context.Context) (string, error) {
+			ch, err := a.provider.Charge(ctx, key, in.Amount, in.Currency, in.PaymentMethod, in.OrderID)
+			return ch.ID, err
+		})
 	if err != nil {
-		return ChargeResult{}, a.failed(ctx, key, err)
-	}
-	if err := a.settle(ctx, key, "succeeded", ch.ID); err != nil {
 		return ChargeResult{}, err
 	}
-	return ChargeResult{Key: key, ChargeID: ch.ID}, nil
+	return ChargeResult{Key: key, ChargeID: id}, nil
 }
 
 // RefundInput asks for the refund of one order's charge.
@@ -106,22 +94,53 @@ type RefundResult struct {
 // Refund refunds the order's charge in full, with the key {workflowID}/refund.
 func (a *Payments) Refund(ctx context.Context, in RefundInput) (RefundResult, error) {
 	key := order.PaymentKey(in.WorkflowID, "refund")
-	if _, err := a.pool.Exec(ctx, `
-		INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status)
-		VALUES ($1, $2, 'refund', $3, $4, 'pending')
-		ON CONFLICT (idempotency_key) DO NOTHING`, key, in.OrderID, in.Amount, in.Currency); err != nil {
-		return RefundResult{}, fmt.Errorf("record refund %s: %w", key, err)
-	}
-	stop := heartbeat(ctx)
-	re, err := a.provider.Refund(ctx, key, in.ChargeID, in.Amount)
-	stop()
+	id, err := a.call(ctx, payment{key: key, kind: "refund", orderID: in.OrderID, amount: in.Amount, currency: in.Currency}, nil,
+		func(ctx context.Context) (string, error) {
+			re, err := a.provider.Refund(ctx, key, in.ChargeID, in.Amount)
+			return re.ID, err
+		})
 	if err != nil {
-		return RefundResult{}, a.failed(ctx, key, err)
-	}
-	if err := a.settle(ctx, key, "succeeded", re.ID); err != nil {
 		return RefundResult{}, err
 	}
-	return RefundResult{Key: key, RefundID: re.ID}, nil
+	return RefundResult{Key: key, RefundID: id}, nil
+}
+
+// payment is one row of the payments table.
+type payment struct {
+	key, kind, orderID string
+	amount             int64
+	currency           string
+}
+
+// call records the payment as pending (together with what also must hold before the
+// provider is asked, in one transaction), calls the provider with heartbeats, and
+// records the answer.
+func (a *Payments) call(ctx context.Context, p payment, also func(pgx.Tx) error, do func(context.Context) (string, error)) (string, error) {
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status)
+			VALUES ($1, $2, $3, $4, $5, 'pending')
+			ON CONFLICT (idempotency_key) DO NOTHING`, p.key, p.orderID, p.kind, p.amount, p.currency); err != nil {
+			return fmt.Errorf("record %s %s: %w", p.kind, p.key, err)
+		}
+		if also == nil {
+			return nil
+		}
+		return also(tx)
+	})
+	if err != nil {
+		return "", err
+	}
+	stop := heartbeat(ctx)
+	id, err := do(ctx)
+	stop()
+	if err != nil {
+		return "", a.failed(ctx, p.key, err)
+	}
+	if err := a.settle(ctx, p.key, "succeeded", id); err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // failed records a final provider answer and turns it into a non-retryable error;

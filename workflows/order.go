@@ -119,8 +119,7 @@ func (r *run) process(ctx workflow.Context) error {
 		return fmt.Errorf("record order: %w", err)
 	}
 	if r.cancelRequested {
-		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment",
-			order.StatusPending)
+		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 	}
 
 	r.res.Status = order.StatusPaymentPending
@@ -135,13 +134,11 @@ func (r *run) process(ctx workflow.Context) error {
 	var appErr *temporal.ApplicationError
 	switch {
 	case errors.As(err, &appErr) && appErr.Type() == activities.ErrCardDeclined:
-		return r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined",
-			order.StatusPending, order.StatusPaymentPending)
+		return r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
 	case err != nil:
 		// Either the provider refused the request or the outcome stayed unknown for
 		// the whole retry budget; nothing was confirmed charged.
-		return r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err),
-			order.StatusPending, order.StatusPaymentPending)
+		return r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err))
 	}
 	r.res.ChargeID = ch.ChargeID
 
@@ -169,8 +166,7 @@ func (r *run) process(ctx workflow.Context) error {
 // moved, so the caller compensates.
 func (r *run) markPaid(ctx workflow.Context) error {
 	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
-		OrderID: r.in.Order.ID, From: []order.Status{order.StatusPending, order.StatusPaymentPending},
-		To: order.StatusPaid, PaymentRef: r.res.ChargeID,
+		OrderID: r.in.Order.ID, To: order.StatusPaid, PaymentRef: r.res.ChargeID,
 	}).Get(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("mark paid: %w", err)
@@ -194,18 +190,17 @@ func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason 
 		return fmt.Errorf("refund charge %s: %w", r.res.ChargeID, err)
 	}
 	r.res.RefundID = re.RefundID
-	return r.end(ctx, to, event, reason+"; refunded "+re.RefundID,
-		order.StatusPending, order.StatusPaymentPending, order.StatusPaid)
+	return r.end(ctx, to, event, reason+"; refunded "+re.RefundID)
 }
 
 // end records a final status and publishes its event.
-func (r *run) end(ctx workflow.Context, to order.Status, event, reason string, from ...order.Status) error {
+func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) error {
 	failure := ""
 	if to != order.StatusCancelled {
 		failure = reason
 	}
 	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
-		OrderID: r.in.Order.ID, From: from, To: to, Failure: failure,
+		OrderID: r.in.Order.ID, To: to, Failure: failure,
 	}).Get(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record %s: %w", to, err)

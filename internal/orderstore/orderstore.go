@@ -1,5 +1,7 @@
-// Package orderstore reads and writes the orders table, the read model shared by the
-// workflow's activities (which write it) and the HTTP API (which reads it).
+// Package orderstore is the only code that reads or writes the orders table, the
+// read model shared by the workflow's activities (which write it) and the ingresses
+// (which insert and read it). Every status change goes through Move, which enforces
+// the order domain's state machine.
 package orderstore
 
 import (
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/order"
@@ -39,13 +42,62 @@ type View struct {
 // WorkflowID is the ID of the order's workflow.
 func (v View) WorkflowID() string { return v.workflowID }
 
-// Store is the orders table.
-type Store struct {
-	pool *pgxpool.Pool
+// DB is what the store runs statements on: a pool, or a transaction that must
+// include the store's write (pgxpool.Pool and pgx.Tx both are).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// New returns the store.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+var (
+	_ DB = (*pgxpool.Pool)(nil)
+	_ DB = (pgx.Tx)(nil)
+)
+
+// Store is the orders table.
+type Store struct {
+	db DB
+}
+
+// New returns the store on db.
+func New(db DB) *Store { return &Store{db: db} }
+
+// ErrInvalidTransition is a status change the order's current status forbids (or an
+// order that does not exist); retrying cannot fix it.
+var ErrInvalidTransition = errors.New("invalid status transition")
+
+// Move sets the order's status to to if the state machine allows it from the current
+// status; paymentRef and failure are kept when empty. Moving to the status the order
+// already has is a no-op, so a retried move is safe.
+func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef, failure string) error {
+	from := order.Sources(to)
+	tag, err := s.db.Exec(ctx, `
+		UPDATE orders
+		SET status = $2,
+		    payment_ref = COALESCE(NULLIF($3, ''), payment_ref),
+		    failure = COALESCE(NULLIF($4, ''), failure),
+		    updated_at = now()
+		WHERE id = $1 AND status = ANY($5)`,
+		id, to, paymentRef, failure, from)
+	if err != nil {
+		return fmt.Errorf("move order %s to %s: %w", id, to, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var current order.Status
+	err = s.db.QueryRow(ctx, `SELECT status FROM orders WHERE id = $1`, id).Scan(&current)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("order %s does not exist: %w", id, ErrInvalidTransition)
+	case err != nil:
+		return fmt.Errorf("read order %s: %w", id, err)
+	case current == to:
+		return nil
+	}
+	return fmt.Errorf("order %s: cannot go from %s to %s: %w", id, current, to, ErrInvalidTransition)
+}
 
 const insertSQL = `
 	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
@@ -66,7 +118,7 @@ func (s *Store) Insert(ctx context.Context, o order.Order) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, insertSQL, args...); err != nil {
+	if _, err := s.db.Exec(ctx, insertSQL, args...); err != nil {
 		return fmt.Errorf("insert order %s: %w", o.ID, err)
 	}
 	return nil
@@ -79,7 +131,7 @@ func (s *Store) Record(ctx context.Context, o order.Order) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	v, err := scan(s.pool.QueryRow(ctx, insertSQL+` RETURNING `+columns, args...))
+	v, err := scan(s.db.QueryRow(ctx, insertSQL+` RETURNING `+columns, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, o.Tenant, o.ID) // it existed: read it
 	}
@@ -106,7 +158,7 @@ func scan(row pgx.Row) (View, error) {
 
 // Get returns one of the tenant's orders; another tenant's order is ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (View, error) {
-	v, err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND id = $2`, tenant, id))
+	v, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND id = $2`, tenant, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, ErrNotFound
 	}
@@ -151,7 +203,7 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]View, stri
 	}
 	args = append(args, f.Limit+1)
 	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list orders: %w", err)
 	}
