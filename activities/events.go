@@ -36,23 +36,6 @@ func NewEvents(w MessageWriter) *Events {
 	return &Events{w: w}
 }
 
-// NewWriter returns a writer for topic that waits for all in-sync replicas and does
-// not hold a lone message back: kafka-go's defaults are no acks and a 1 s batch wait.
-// It has a transport of its own rather than the process-wide default, whose cached
-// metadata is shared by every writer.
-func NewWriter(brokers []string, topic string) *kafka.Writer {
-	return &kafka.Writer{
-		Transport:              &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: 5 * time.Second},
-		Addr:                   kafka.TCP(brokers...),
-		Topic:                  topic,
-		Balancer:               &kafka.Hash{},
-		RequiredAcks:           kafka.RequireAll,
-		BatchTimeout:           5 * time.Millisecond,
-		WriteTimeout:           10 * time.Second,
-		AllowAutoTopicCreation: false,
-	}
-}
-
 // Event is an order event. EventID is derived from the workflow ID and the type, so
 // a retried publish carries the same ID and consumers can drop the duplicate.
 type Event struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker/workertest"
 )
 
 const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":500}],"payment_method":"pm_card_visa"}`
@@ -28,7 +29,7 @@ const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","
 // rig is the whole service on the real stack: worker and API as child processes,
 // the payment sandbox in the test process, topics and a tenant of its own.
 type rig struct {
-	*stacktest.Orders
+	*workertest.Orders
 	tenant, apiKey       string
 	requests, dlq, group string
 	apiAddr, opsAddr     string
@@ -38,7 +39,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{Orders: stacktest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group")}
+	r := &rig{Orders: workertest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group")}
 	r.requests = stacktest.Topic(t, 4)
 	r.dlq = stacktest.Topic(t, 1)
 	key, err := apikeys.New(r.Pool).Create(context.Background(), r.tenant)
@@ -223,15 +224,7 @@ func (r *rig) events(t *testing.T, want int) (messages, distinctPaid int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := kafka.DialLeader(ctx, "tcp", r.Brokers[0], r.Topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := conn.ReadLastOffset()
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	end := stacktest.EndOffset(t, r.Topic, 0)
 	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.Brokers, Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer rd.Close()
 	ids := map[string]map[string]bool{} // order/type -> eventIds

@@ -12,18 +12,19 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker/workertest"
 	"github.com/orderflow/orderflow/workflows"
 )
 
 // harness is the order pipeline on the real stack plus a tenant of its own.
 type harness struct {
-	*stacktest.Orders
+	*workertest.Orders
 	tenant string
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{Orders: stacktest.NewOrders(t), tenant: stacktest.Name("tenant")}
+	return &harness{Orders: workertest.NewOrders(t), tenant: stacktest.Name("tenant")}
 }
 
 func (h *harness) placeOrder(key, paymentMethod string) (string, workflows.PlaceOrder) {

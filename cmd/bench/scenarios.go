@@ -19,6 +19,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/workflows"
 )
 
@@ -159,7 +160,7 @@ func (b *bench) consume(ctx context.Context, name string, every int) (Result, er
 			return Result{Scenario: name}, err
 		}
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.brokers, GroupID: "plain-" + suffix(), Topic: b.topics["plain"],
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.brokers, GroupID: testkit.Name("plain"), Topic: b.topics["plain"],
 		StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	var batch []kafka.Message

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,12 +14,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/internal/testkit"
 )
 
 // bench holds the processes and connections of one run.
@@ -43,20 +40,14 @@ type bench struct {
 	apiURL  string
 	simURL  string
 	bins    string
-	procs   []*proc
+	procs   []*testkit.Proc
 	procEnv map[string]string
 	workerN int
 	started int // orders started so far, all of which must end PAID
 }
 
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
-	b := &bench{n: n, conc: conc, out: out, env: env, run: suffix(), bins: bins, topics: map[string]string{}}
+	b := &bench{n: n, conc: conc, out: out, env: env, run: testkit.Name("bench")[len("bench-"):], bins: bins, topics: map[string]string{}}
 	b.brokers = strings.Split(env["KAFKA_BROKERS"], ",")
 	b.tenant, b.queue, b.group = "bench-"+b.run, "bench-"+b.run, "bench-"+b.run
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -76,12 +67,19 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	}
 	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
 		b.topics[role] = "bench-" + role + "-" + b.run
-		if err := createTopic(b.brokers[0], b.topics[role], 4); err != nil {
+		if err := kafkaclient.CreateTopic(ctx, b.brokers[0], b.topics[role], 4, 1); err != nil {
 			return nil, err
 		}
 	}
 
-	simAddr, apiAddr := freeAddr(), freeAddr()
+	simAddr, err := testkit.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	apiAddr, err := testkit.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
 	b.simURL, b.apiURL = "http://"+simAddr, "http://"+apiAddr
 	b.procEnv = map[string]string{
 		"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": env["TEMPORAL_NAMESPACE"],
@@ -106,118 +104,39 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 
 func (b *bench) startWorker(requestsTopic string) error {
 	b.workerN++
-	ops := freeAddr()
+	ops, err := testkit.FreeAddr()
+	if err != nil {
+		return err
+	}
 	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops}, "http://"+ops+"/readyz")
 }
 
 // start runs one of the binaries with the run's environment plus extra, and waits
 // until ready answers 200.
 func (b *bench) start(name string, extra map[string]string, ready string) error {
-	bin := strings.SplitN(name, "-", 2)[0]
-	cmd := exec.Command(filepath.Join(b.bins, bin))
-	cmd.Env = os.Environ()
-	for k, v := range b.procEnv {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	for k, v := range extra {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	logf, err := os.CreateTemp("", "orderflow-bench-"+name+"-*.log")
+	env := maps.Clone(b.procEnv)
+	maps.Copy(env, extra)
+	p, err := testkit.Start(filepath.Join(b.bins, strings.SplitN(name, "-", 2)[0]), env, "")
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
+	p.Name = name
 	b.procs = append(b.procs, p)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(ready)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after 30s (log: %s)", name, logf.Name())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return p.WaitReady(ready, 30*time.Second)
 }
 
 func (b *bench) close() {
 	for _, p := range b.procs {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.Signal(syscall.SIGTERM)
 	}
 	for _, p := range b.procs {
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-		}
+		p.Stop(30 * time.Second)
 	}
 	if b.tc != nil {
 		b.tc.Close()
 	}
 	if b.pool != nil {
 		b.pool.Close()
-	}
-}
-
-func suffix() string {
-	x := make([]byte, 4)
-	_, _ = rand.Read(x)
-	return hex.EncodeToString(x)
-}
-
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func createTopic(broker, topic string, partitions int) error {
-	conn, err := kafka.Dial("tcp", broker)
-	if err != nil {
-		return fmt.Errorf("dial kafka: %w", err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		return fmt.Errorf("kafka controller: %w", err)
-	}
-	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		return fmt.Errorf("dial controller: %w", err)
-	}
-	defer cc.Close()
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	// Wait until every partition's leader serves it.
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		ok := true
-		for p := range partitions {
-			lc, err := kafka.DialLeader(context.Background(), "tcp", broker, topic, p)
-			if err == nil {
-				_, err = lc.ReadLastOffset()
-				lc.Close()
-			}
-			ok = ok && err == nil
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s has no leaders after 15s", topic)
-		}
 	}
 }
 
@@ -232,8 +151,8 @@ type Resources struct {
 func (b *bench) resources() []Resources {
 	var out []Resources
 	for _, p := range b.procs {
-		pid := p.cmd.Process.Pid
-		r := Resources{Process: p.name}
+		pid := p.Pid()
+		r := Resources{Process: p.Name}
 		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 			for _, line := range strings.Split(string(st), "\n") {
 				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {

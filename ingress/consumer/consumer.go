@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/order"
 )
 
 // Reader is the part of *kafka.Reader (in a consumer group, without CommitInterval)
@@ -31,20 +29,21 @@ type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// Starter starts order workflows idempotently.
-type Starter interface {
-	Start(ctx context.Context, o order.Order) (client.WorkflowRun, error)
+// Intake places orders; the consumer's events use intake.FromEvent.
+type Intake interface {
+	Place(ctx context.Context, tenant string, src intake.Source, key string, req intake.Request, wait time.Duration) intake.Outcome
 }
 
 var (
-	_ Reader  = (*kafka.Reader)(nil)
-	_ Writer  = (*kafka.Writer)(nil)
-	_ Starter = (*intake.Starter)(nil)
+	_ Reader = (*kafka.Reader)(nil)
+	_ Writer = (*kafka.Writer)(nil)
+	_ Intake = (*intake.Service)(nil)
 )
 
 // Options tune the consumer.
 type Options struct {
-	// Group is the consumer group, also the dedup scope in processed_events.
+	// Group is the consumer group (the dedup scope in processed_events is given to
+	// the intake service with the same name).
 	Group string
 	// InFlightPerPartition bounds concurrent handling within one partition.
 	InFlightPerPartition int
@@ -55,26 +54,26 @@ type Options struct {
 
 // Consumer is the Kafka ingress.
 type Consumer struct {
-	opts    Options
-	reader  Reader
-	dlq     Writer
-	starter Starter
-	store   *Store
-	logger  *slog.Logger
-	m       *Metrics
+	opts   Options
+	reader Reader
+	dlq    Writer
+	intake Intake
+	store  *Store
+	logger *slog.Logger
+	m      *Metrics
 
 	failing atomic.Int64 // handlers currently retrying a transient failure
 }
 
 // New returns a consumer; Run drives it.
-func New(opts Options, reader Reader, dlq Writer, starter Starter, store *Store, logger *slog.Logger, m *Metrics) *Consumer {
+func New(opts Options, reader Reader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics) *Consumer {
 	if opts.InFlightPerPartition <= 0 {
 		opts.InFlightPerPartition = 16
 	}
 	if opts.CommitInterval <= 0 {
 		opts.CommitInterval = 200 * time.Millisecond
 	}
-	return &Consumer{opts: opts, reader: reader, dlq: dlq, starter: starter, store: store, logger: logger, m: m}
+	return &Consumer{opts: opts, reader: reader, dlq: dlq, intake: in, store: store, logger: logger, m: m}
 }
 
 // Ready reports whether the consumer makes progress: it is not while a handler is
@@ -160,26 +159,18 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
-	done, err := c.store.Processed(ctx, c.opts.Group, ev.EventID)
-	if err != nil {
-		return err
-	}
-	if done {
-		c.m.duplicates.Inc()
-		return nil
-	}
-	workflowID := order.WorkflowID(ev.Tenant, ev.EventID)
-	if _, err := c.starter.Start(ctx, ev.Order.Order(ev.Tenant, workflowID)); err != nil {
-		return err
-	}
-	inserted, err := c.store.MarkProcessed(ctx, c.opts.Group, ev.EventID, ev.Tenant, workflowID)
-	if err != nil {
-		return err
-	}
-	if inserted {
+	out := c.intake.Place(ctx, ev.Tenant, intake.FromEvent, ev.EventID, ev.Order, 0)
+	switch out.Kind {
+	case intake.Created:
 		c.m.starts.Inc()
-	} else {
-		c.m.duplicates.Inc() // a concurrent redelivery got here first
+	case intake.Replayed:
+		c.m.duplicates.Inc()
+	case intake.Mismatch:
+		return c.deadLetter(ctx, m, fmt.Errorf("eventId %q was used with a different order", ev.EventID))
+	case intake.Unavailable:
+		return out.Err
+	default: // never settle what was not placed
+		return fmt.Errorf("event %s: unexpected intake outcome %d", ev.EventID, out.Kind)
 	}
 	return nil
 }

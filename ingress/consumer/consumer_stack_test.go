@@ -16,13 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/ingress/consumer"
-	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker/workertest"
 )
 
 const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":100}],"payment_method":"pm_card_visa"}`
@@ -34,13 +34,13 @@ func event(id, tenant string) []byte {
 // pipeline is a requests topic (4 partitions), a DLQ, a group and a tenant on the
 // real stack, plus the order pipeline of stacktest.
 type pipeline struct {
-	*stacktest.Orders
+	*workertest.Orders
 	requests, dlq, group, tenant string
 }
 
 func newPipeline(t *testing.T) *pipeline {
 	t.Helper()
-	p := &pipeline{Orders: stacktest.NewOrders(t), group: stacktest.Name("group"), tenant: stacktest.Name("tenant")}
+	p := &pipeline{Orders: workertest.NewOrders(t), group: stacktest.Name("group"), tenant: stacktest.Name("tenant")}
 	p.requests = stacktest.Topic(t, 4)
 	p.dlq = stacktest.Topic(t, 1)
 	if _, err := apikeys.New(p.Pool).Create(context.Background(), p.tenant); err != nil {
@@ -73,9 +73,9 @@ func (p *pipeline) runConsumer(t *testing.T) (reg *prometheus.Registry, stop fun
 		Brokers: p.Brokers, GroupID: p.group, Topic: p.requests, StartOffset: kafka.FirstOffset,
 		MaxWait: 100 * time.Millisecond, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
 	})
-	dlq := activities.NewWriter(p.Brokers, p.dlq)
+	dlq := kafkaclient.NewWriter(p.Brokers, p.dlq)
 	c := consumer.New(consumer.Options{Group: p.group, CommitInterval: 50 * time.Millisecond}, reader, dlq,
-		intake.NewStarter(p.Temporal, p.Queue, 0), consumer.NewStore(p.Pool),
+		p.Intake(p.group, 0), consumer.NewStore(p.Pool),
 		stacktest.Logger(t), consumer.NewMetrics(reg))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -115,15 +115,7 @@ func (p *pipeline) lagging(t *testing.T) map[int][2]int64 {
 	}
 	lag := map[int][2]int64{}
 	for _, part := range resp.Topics[p.requests] {
-		conn, err := kafka.DialLeader(ctx, "tcp", p.Brokers[0], p.requests, part.Partition)
-		if err != nil {
-			t.Fatal(err)
-		}
-		end, err := conn.ReadLastOffset()
-		conn.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		end := stacktest.EndOffset(t, p.requests, part.Partition)
 		committed := max(part.CommittedOffset, 0)
 		if committed != end {
 			lag[part.Partition] = [2]int64{committed, end}

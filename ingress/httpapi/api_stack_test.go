@@ -18,13 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
-	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker/workertest"
 )
 
 const body = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
@@ -48,7 +47,7 @@ func (s *syncBuffer) String() string {
 
 // apiHarness serves the real router against the real stack with a real worker.
 type apiHarness struct {
-	*stacktest.Orders
+	*workertest.Orders
 	url     string
 	keys    map[string]string // tenant -> API key
 	tenants []string
@@ -57,7 +56,7 @@ type apiHarness struct {
 
 func newAPI(t *testing.T, cancelWindow time.Duration) *apiHarness {
 	t.Helper()
-	h := &apiHarness{Orders: stacktest.NewOrders(t), keys: map[string]string{}, logs: &syncBuffer{}}
+	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}, logs: &syncBuffer{}}
 	h.StartWorker(t)
 	ks := apikeys.New(h.Pool)
 	for range 2 {
@@ -74,10 +73,7 @@ func newAPI(t *testing.T, cancelWindow time.Duration) *apiHarness {
 		Registry:     prometheus.NewRegistry(),
 		Ready:        &telemetry.Readiness{},
 		Keys:         ks,
-		Idempotency:  idempotency.New(h.Pool, 24*time.Hour),
-		Orders:       orderstore.New(h.Pool),
-		Starter:      intake.NewStarter(h.Temporal, h.Queue, cancelWindow),
-		Updater:      h.Temporal,
+		Intake:       h.Intake("", cancelWindow),
 		MaxBodyBytes: 64 << 10,
 	})
 	srv := httptest.NewServer(handler)
@@ -388,7 +384,7 @@ func TestBadInputGetsAClear4xx(t *testing.T) {
 // the response was written (forced by Prefer: wait with no worker running); the
 // client's retry against the restarted API gets the same order.
 func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
-	h := &apiHarness{Orders: stacktest.NewOrders(t), keys: map[string]string{}}
+	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}}
 	tenant := stacktest.Name("tenant")
 	apiKey, err := apikeys.New(h.Pool).Create(context.Background(), tenant)
 	if err != nil {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,15 +11,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/workflows"
 )
 
 type api struct {
@@ -28,13 +22,7 @@ type api struct {
 	m *metrics
 }
 
-// startBudget bounds the critical section of a POST (claim, start, record, store the
-// response). It runs detached from the client's connection, so a client that hangs
-// up cannot leave it half done.
-const startBudget = 10 * time.Second
-
 func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
-	tenant := tenantOf(r.Context())
 	key, err := ParseIdempotencyKey(r.Header.Values("Idempotency-Key"))
 	switch {
 	case errors.Is(err, errKeyMissing):
@@ -44,21 +32,50 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(kindMalformedKey, err.Error()))
 		return
 	}
+	req, p := a.decodeOrder(w, r)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	wait := time.Duration(parsePreferWait(r.Header.Values("Prefer"))) * time.Second
+	out := a.Intake.Place(r.Context(), tenantOf(r.Context()), intake.FromHTTP, key, req, wait)
+	switch out.Kind {
+	case intake.Created:
+		a.m.startDuration.Observe(out.StartTook.Seconds())
+		w.Header().Set("Location", "/v1/orders/"+out.OrderID)
+		writeJSON(w, out.Status, out.Body)
+	case intake.Replayed:
+		a.m.replays.Inc()
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Location", "/v1/orders/"+out.OrderID)
+		writeJSON(w, out.Status, out.Body)
+	case intake.Mismatch:
+		a.m.conflicts.WithLabelValues("mismatch").Inc()
+		writeProblem(w, newProblem(kindKeyReused, "this Idempotency-Key was used with a different request body; use a new key"))
+	case intake.InFlight:
+		a.m.conflicts.WithLabelValues("in_flight").Inc()
+		writeProblem(w, withRetry(newProblem(kindInProgress, "retry after the first request completes"), int(out.RetryAfter.Seconds()+0.999)))
+	default:
+		a.unavailable(w, r, out.Err)
+	}
+}
+
+// decodeOrder reads and validates the body of a POST.
+func (a *api) decodeOrder(w http.ResponseWriter, r *http.Request) (intake.Request, *problem) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			writeProblem(w, newProblem(kindUnsupportedMedia, "send Content-Type: application/json"))
-			return
+			p := newProblem(kindUnsupportedMedia, "send Content-Type: application/json")
+			return intake.Request{}, &p
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.MaxBodyBytes))
 	if err != nil {
+		p := newProblem(kindInvalidBody, "cannot read the body")
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeProblem(w, newProblem(kindBodyTooLarge, "the body is larger than "+strconv.FormatInt(a.MaxBodyBytes, 10)+" bytes"))
-			return
+			p = newProblem(kindBodyTooLarge, "the body is larger than "+strconv.FormatInt(a.MaxBodyBytes, 10)+" bytes")
 		}
-		writeProblem(w, newProblem(kindInvalidBody, "cannot read the body"))
-		return
+		return intake.Request{}, &p
 	}
 	req, err := intake.DecodeRequest(body)
 	if err != nil {
@@ -67,90 +84,35 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &fe) {
 			p.Field = fe.Field
 		}
-		writeProblem(w, p)
-		return
+		return req, &p
 	}
-
-	wait := parsePreferWait(r.Header.Values("Prefer"))
-	workflowID := order.WorkflowID(tenant, key)
-	lease := time.Duration(wait)*time.Second + startBudget
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), lease)
-	defer cancel()
-
-	outcome, rec, err := a.Idempotency.Claim(ctx, tenant, key, intake.Fingerprint(req), workflowID, lease)
-	if err != nil {
-		a.unavailable(w, r, "idempotency store", err)
-		return
-	}
-	location := "/v1/orders/" + order.IDFor(rec.WorkflowID)
-	switch outcome {
-	case idempotency.Replay:
-		a.m.replays.Inc()
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.Header().Set("Location", location)
-		writeJSON(w, rec.Status, rec.Body)
-		return
-	case idempotency.Mismatch:
-		a.m.conflicts.WithLabelValues("mismatch").Inc()
-		writeProblem(w, newProblem(kindKeyReused, "this Idempotency-Key was used with a different request body; use a new key"))
-		return
-	case idempotency.InFlight:
-		a.m.conflicts.WithLabelValues("in_flight").Inc()
-		writeProblem(w, withRetry(newProblem(kindInProgress, "retry after the first request completes"), int(rec.RetryAfter.Seconds()+0.999)))
-		return
-	}
-
-	o := req.Order(tenant, workflowID)
-	began := time.Now()
-	run, err := a.Starter.Start(ctx, o)
-	a.m.startDuration.Observe(time.Since(began).Seconds())
-	var view orderstore.View
-	if err == nil {
-		// The read model has the order before the client hears of it.
-		view, err = a.Orders.Record(ctx, o)
-	}
-	if err != nil {
-		if rerr := a.Idempotency.Release(ctx, tenant, key); rerr != nil {
-			a.Logger.WarnContext(ctx, "release idempotency key", "err", rerr)
-		}
-		a.unavailable(w, r, "workflow start", err)
-		return
-	}
-
-	status := http.StatusAccepted
-	if wait > 0 {
-		wctx, wcancel := context.WithTimeout(r.Context(), time.Duration(wait)*time.Second)
-		err := run.Get(wctx, nil)
-		wcancel()
-		if wctx.Err() == nil || err == nil {
-			status = http.StatusCreated // finished, successfully or not: the order says which
-		}
-		if view, err = a.Orders.Get(ctx, tenant, o.ID); err != nil {
-			a.unavailable(w, r, "order read", err)
-			return
-		}
-	}
-	resp, _ := json.Marshal(view)
-	if err := a.Idempotency.Complete(ctx, tenant, key, status, resp); err != nil {
-		// The retry re-claims after the lease and finds the same workflow.
-		a.Logger.WarnContext(ctx, "store idempotent response", "err", err)
-	}
-	w.Header().Set("Location", location)
-	writeJSON(w, status, resp)
+	return req, nil
 }
 
 func (a *api) getOrder(w http.ResponseWriter, r *http.Request) {
-	view, err := a.Orders.Get(r.Context(), tenantOf(r.Context()), chi.URLParam(r, "id"))
-	if errors.Is(err, orderstore.ErrNotFound) {
+	view, err := a.Intake.Get(r.Context(), tenantOf(r.Context()), chi.URLParam(r, "id"))
+	a.writeOrder(w, r, view, err)
+}
+
+func (a *api) cancelOrder(w http.ResponseWriter, r *http.Request) {
+	view, err := a.Intake.Cancel(r.Context(), tenantOf(r.Context()), chi.URLParam(r, "id"))
+	a.writeOrder(w, r, view, err)
+}
+
+// writeOrder answers with the order, or maps the service's error to its problem.
+func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view orderstore.View, err error) {
+	var nc *intake.NotCancellableError
+	switch {
+	case err == nil:
+		resp, _ := json.Marshal(view)
+		writeJSON(w, http.StatusOK, resp)
+	case errors.Is(err, intake.ErrNotFound):
 		writeProblem(w, newProblem(kindNotFound, "no such order"))
-		return
+	case errors.As(err, &nc):
+		writeProblem(w, newProblem(kindNotCancellable, nc.Error()))
+	default:
+		a.unavailable(w, r, err)
 	}
-	if err != nil {
-		a.unavailable(w, r, "order read", err)
-		return
-	}
-	resp, _ := json.Marshal(view)
-	writeJSON(w, http.StatusOK, resp)
 }
 
 func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
@@ -171,13 +133,13 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, fieldProblem(kindInvalidQuery, "status", "unknown status"))
 		return
 	}
-	views, next, err := a.Orders.List(r.Context(), tenantOf(r.Context()), f)
-	if errors.Is(err, orderstore.ErrBadCursor) {
+	views, next, err := a.Intake.List(r.Context(), tenantOf(r.Context()), f)
+	if errors.Is(err, intake.ErrBadCursor) {
 		writeProblem(w, fieldProblem(kindInvalidQuery, "cursor", "not a cursor from a previous page"))
 		return
 	}
 	if err != nil {
-		a.unavailable(w, r, "order list", err)
+		a.unavailable(w, r, err)
 		return
 	}
 	resp, _ := json.Marshal(struct {
@@ -187,62 +149,18 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (a *api) cancelOrder(w http.ResponseWriter, r *http.Request) {
-	tenant := tenantOf(r.Context())
-	view, err := a.Orders.Get(r.Context(), tenant, chi.URLParam(r, "id"))
-	if errors.Is(err, orderstore.ErrNotFound) {
-		writeProblem(w, newProblem(kindNotFound, "no such order"))
-		return
+func (a *api) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	what := "a dependency"
+	var ue *intake.UnavailableError
+	if errors.As(err, &ue) {
+		what = ue.What
 	}
-	if err != nil {
-		a.unavailable(w, r, "order read", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	h, err := a.Updater.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: view.WorkflowID(), UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var res workflows.OrderResult
-	if err == nil {
-		err = h.Get(ctx, &res)
-	}
-	var appErr *temporal.ApplicationError
-	var notFound *serviceerror.NotFound
-	switch {
-	case err == nil && res.Status != order.StatusCancelled:
-		// Accepted while the charge was in flight, but the order settled otherwise
-		// (declined, failed): nothing to cancel.
-		writeProblem(w, newProblem(kindNotCancellable, "the order is "+string(res.Status)))
-		return
-	case err == nil:
-	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrNotCancellable,
-		errors.As(err, &notFound): // the workflow has closed
-		now, gerr := a.Orders.Get(r.Context(), tenant, view.ID)
-		if gerr == nil && now.Status == order.StatusCancelled {
-			break // cancelling twice answers the same
-		}
-		if gerr == nil {
-			view = now
-		}
-		writeProblem(w, newProblem(kindNotCancellable, "the order is "+string(view.Status)))
-		return
-	default:
-		a.unavailable(w, r, "cancel update", err)
-		return
-	}
-	view, err = a.Orders.Get(r.Context(), tenant, view.ID)
-	if err != nil {
-		a.unavailable(w, r, "order read", err)
-		return
-	}
-	resp, _ := json.Marshal(view)
-	writeJSON(w, http.StatusOK, resp)
-}
-
-func (a *api) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
 	a.Logger.ErrorContext(r.Context(), what+" failed", "request_id", middleware.GetReqID(r.Context()), "err", err)
-	writeProblem(w, withRetry(newProblem(kindUnavailable, what+" is unavailable; retry with the same Idempotency-Key"), 2))
+	detail := what + " is unavailable; retry"
+	if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" {
+		detail += " with the same Idempotency-Key"
+	}
+	writeProblem(w, withRetry(newProblem(kindUnavailable, detail), 2))
 }
 
 func fieldProblem(k kind, field, detail string) problem {

@@ -12,11 +12,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/sdk/client"
 
-	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 )
@@ -29,34 +27,17 @@ type KeyStore interface {
 	Tenant(ctx context.Context, key string) (string, error)
 }
 
-// IdempotencyStore keeps the responses of keyed requests.
-type IdempotencyStore interface {
-	Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
-	Complete(ctx context.Context, tenant, key string, status int, body []byte) error
-	Release(ctx context.Context, tenant, key string) error
-}
-
-// OrderStore is the orders read model.
-type OrderStore interface {
-	Record(ctx context.Context, o order.Order) (orderstore.View, error)
-	Get(ctx context.Context, tenant, id string) (orderstore.View, error)
+// Intake places, reads and cancels orders.
+type Intake interface {
+	Place(ctx context.Context, tenant string, src intake.Source, key string, req intake.Request, wait time.Duration) intake.Outcome
+	Get(ctx context.Context, tenant, orderID string) (orderstore.View, error)
 	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
-}
-
-// Starter starts order workflows idempotently.
-type Starter interface {
-	Start(ctx context.Context, o order.Order) (client.WorkflowRun, error)
-}
-
-// Updater sends updates to running workflows.
-type Updater interface {
-	UpdateWorkflow(ctx context.Context, options client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error)
+	Cancel(ctx context.Context, tenant, orderID string) (orderstore.View, error)
 }
 
 var (
-	_ KeyStore         = (*apikeys.Store)(nil)
-	_ IdempotencyStore = (*idempotency.Store)(nil)
-	_ OrderStore       = (*orderstore.Store)(nil)
+	_ KeyStore = (*apikeys.Store)(nil)
+	_ Intake   = (*intake.Service)(nil)
 )
 
 // Deps are what the API needs.
@@ -65,10 +46,7 @@ type Deps struct {
 	Registry     *prometheus.Registry
 	Ready        *telemetry.Readiness
 	Keys         KeyStore
-	Idempotency  IdempotencyStore
-	Orders       OrderStore
-	Starter      Starter
-	Updater      Updater
+	Intake       Intake
 	MaxBodyBytes int64
 }
 

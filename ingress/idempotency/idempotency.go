@@ -1,6 +1,7 @@
-// Package idempotency keeps HTTP idempotency records in Postgres: one row per
+// Package idempotency keeps the ingresses' dedup records in Postgres. HTTP: one row per
 // (tenant, Idempotency-Key) holding the request's fingerprint, its workflow and the
 // response given, kept for a TTL that outlives the workflow's retention in Temporal.
+// Kafka: one row per (consumer group, eventId) in processed_events (events.go).
 package idempotency
 
 import (
@@ -8,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,4 +161,24 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int64, error) {
 		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// PurgeExpired deletes expired records every interval until ctx ends. Correctness
+// does not depend on it: an expired record is reclaimed on its next use.
+func (s *Store) PurgeExpired(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := s.DeleteExpired(ctx, 1000)
+			if err != nil && ctx.Err() == nil {
+				logger.Warn("purge expired idempotency keys", "err", err)
+			} else if n > 0 {
+				logger.Info("purged expired idempotency keys", "count", n)
+			}
+		}
+	}
 }

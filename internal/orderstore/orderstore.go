@@ -36,11 +36,8 @@ type View struct {
 	Failure    string       `json:"failure,omitempty"`
 	CreatedAt  time.Time    `json:"created_at"`
 	UpdatedAt  time.Time    `json:"updated_at"`
-	workflowID string
+	WorkflowID string       `json:"-"` // internal: not shown to clients
 }
-
-// WorkflowID is the ID of the order's workflow.
-func (v View) WorkflowID() string { return v.workflowID }
 
 // DB is what the store runs statements on: a pool, or a transaction that must
 // include the store's write (pgxpool.Pool and pgx.Tx both are).
@@ -146,7 +143,7 @@ const columns = `id, status, customer_id, currency, amount, items, COALESCE(paym
 func scan(row pgx.Row) (View, error) {
 	var v View
 	var items []byte
-	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.workflowID)
+	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.WorkflowID)
 	if err != nil {
 		return v, err
 	}

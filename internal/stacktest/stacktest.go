@@ -4,18 +4,13 @@
 package stacktest
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,51 +25,22 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/testkit"
 )
 
-// Env returns the variables of the stack's env file.
+// Env returns the variables of the stack's env file, skipping the test when the
+// stack is not running (failing it under ORDERFLOW_REQUIRE_STACK=1).
 func Env(tb testing.TB) map[string]string {
 	tb.Helper()
-	path := os.Getenv("ORDERFLOW_STACK_ENV")
-	if path == "" {
-		path = findEnvFile()
-	}
-	f, err := os.Open(path)
-	if err != nil || path == "" {
+	env, err := testkit.Env()
+	if err != nil {
 		if os.Getenv("ORDERFLOW_REQUIRE_STACK") == "1" {
-			tb.Fatalf("the local stack is required but its env file %q cannot be read (%v): run scripts/stack up", path, err)
+			tb.Fatalf("the local stack is required but its env file cannot be read (%v): run scripts/stack up", err)
 		}
 		tb.Skip("local stack not running (scripts/stack up); set ORDERFLOW_REQUIRE_STACK=1 to fail instead")
 	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			env[k] = v
-		}
-	}
 	return env
-}
-
-// findEnvFile looks for .stack/env in the working directory and its parents.
-func findEnvFile() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, ".stack", "env")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // Pool returns a pool on the stack's database with the migrations applied.
@@ -126,11 +92,7 @@ func Service(tb testing.TB, action, service string) {
 }
 
 // Name returns prefix plus a random suffix, to keep tests apart on a shared stack.
-func Name(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "-" + hex.EncodeToString(b)
-}
+func Name(prefix string) string { return testkit.Name(prefix) }
 
 // Logger returns a logger of warnings to stderr when ORDERFLOW_TEST_LOGS=1. (Not
 // t.Log: SDK goroutines may still log after the test has returned.)
@@ -145,48 +107,25 @@ func Logger(tb testing.TB) *slog.Logger {
 // Topic creates a topic with a unique name and the given partitions.
 func Topic(tb testing.TB, partitions int) string {
 	tb.Helper()
-	topic := Name("test")
-	conn, err := kafka.Dial("tcp", Brokers(tb)[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topic, err := testkit.Topic(ctx, Brokers(tb)[0], "test", partitions)
 	if err != nil {
-		tb.Fatalf("dial kafka: %v", err)
+		tb.Fatal(err)
 	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		tb.Fatalf("kafka controller: %v", err)
-	}
-	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		tb.Fatalf("dial kafka controller: %v", err)
-	}
-	defer cc.Close()
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
-		tb.Fatalf("create topic %s: %v", topic, err)
-	}
-	// Wait until the broker serves every partition, so first writes do not fail.
-	Eventually(tb, 10*time.Second, "topic "+topic+" to have leaders", func() bool {
-		ps, err := conn.ReadPartitions(topic)
-		if err != nil || len(ps) != partitions {
-			return false
-		}
-		for _, p := range ps {
-			if p.Leader.Host == "" {
-				return false
-			}
-			// The leader answers for the partition only once it has created it.
-			lc, err := kafka.DialLeader(context.Background(), "tcp", Brokers(tb)[0], topic, p.ID)
-			if err != nil {
-				return false
-			}
-			_, err = lc.ReadLastOffset()
-			lc.Close()
-			if err != nil {
-				return false
-			}
-		}
-		return true
-	})
 	return topic
+}
+
+// EndOffset returns the end offset of one partition of topic.
+func EndOffset(tb testing.TB, topic string, partition int) int64 {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	end, err := kafkaclient.EndOffset(ctx, Brokers(tb)[0], topic, partition)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return end
 }
 
 // Runs counts the runs of a workflow ID known to Temporal's visibility store.

@@ -81,3 +81,29 @@ func (e *Env) List(key, def string) []string {
 func (e *Env) Err() error {
 	return errors.Join(e.errs...)
 }
+
+// Common are the settings every orderflow process reads, with their defaults.
+type Common struct {
+	DatabaseURL       string
+	DBMaxConns        int
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	CancelWindow      time.Duration
+	ShutdownTimeout   time.Duration
+	LogLevel          string
+}
+
+// Common reads the shared settings.
+func (e *Env) Common() Common {
+	return Common{
+		DatabaseURL:       e.Required("DATABASE_URL"),
+		DBMaxConns:        e.Int("DB_MAX_CONNS", 20),
+		TemporalAddress:   e.String("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		TemporalNamespace: e.String("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:         e.String("TASK_QUEUE", "orders"),
+		CancelWindow:      e.Duration("CANCEL_WINDOW", 0),
+		ShutdownTimeout:   e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
+		LogLevel:          e.String("LOG_LEVEL", "info"),
+	}
+}

@@ -1,4 +1,6 @@
-package stacktest
+// Package workertest runs the order pipeline (the real worker and the payment
+// sandbox) on the local stack for the stack tests of the packages above it.
+package workertest
 
 import (
 	"io"
@@ -11,8 +13,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/sandbox"
+	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/worker"
 )
 
@@ -34,13 +41,13 @@ type Orders struct {
 func NewOrders(tb testing.TB) *Orders {
 	tb.Helper()
 	h := &Orders{
-		Pool:     Pool(tb),
-		Temporal: Temporal(tb),
+		Pool:     stacktest.Pool(tb),
+		Temporal: stacktest.Temporal(tb),
 		Sim:      sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Faults{}),
-		Queue:    Name("orders"),
-		Topic:    Topic(tb, 1),
-		Brokers:  Brokers(tb),
-		Env:      Env(tb),
+		Queue:    stacktest.Name("orders"),
+		Topic:    stacktest.Topic(tb, 1),
+		Brokers:  stacktest.Brokers(tb),
+		Env:      stacktest.Env(tb),
 	}
 	srv := httptest.NewServer(h.Sim.Handler())
 	tb.Cleanup(srv.Close)
@@ -51,7 +58,7 @@ func NewOrders(tb testing.TB) *Orders {
 // StartWorker runs the real worker inside the test process until cleanup.
 func (h *Orders) StartWorker(tb testing.TB) {
 	tb.Helper()
-	writer := activities.NewWriter(h.Brokers, h.Topic)
+	writer := kafkaclient.NewWriter(h.Brokers, h.Topic)
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
 		worker.Activities{
 			Orders:   activities.NewOrders(h.Pool),
@@ -84,7 +91,20 @@ func (h *Orders) WorkerEnv() map[string]string {
 }
 
 // StartWorkerProcess runs cmd/worker as a child process, so it can be killed.
-func (h *Orders) StartWorkerProcess(tb testing.TB) *Proc {
+func (h *Orders) StartWorkerProcess(tb testing.TB) *stacktest.Proc {
 	tb.Helper()
-	return Start(tb, Binary(tb, "cmd/worker"), h.WorkerEnv())
+	return stacktest.Start(tb, stacktest.Binary(tb, "cmd/worker"), h.WorkerEnv())
+}
+
+// Intake returns the intake service on this pipeline's task queue; group is the
+// consumer group whose events it deduplicates ("" for HTTP only).
+func (h *Orders) Intake(group string, cancelWindow time.Duration) *intake.Service {
+	return intake.New(intake.Deps{
+		Keys:      idempotency.New(h.Pool, 24*time.Hour),
+		Events:    idempotency.NewEvents(h.Pool),
+		Orders:    orderstore.New(h.Pool),
+		Workflows: intake.NewTemporal(h.Temporal, h.Queue, cancelWindow),
+		Group:     group,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/internal/platform/config"
+)
+
+type cfg struct {
+	config.Common
+	Serve          httpapi.ServeOptions
+	IdempotencyTTL time.Duration
+	MaxBodyBytes   int
+}
+
+func loadConfig(getenv func(string) string) (cfg, error) {
+	e := config.New(getenv)
+	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10)}
+	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
+	if err := e.Err(); err != nil {
+		return c, err
+	}
+	if c.Serve.DrainDelay >= c.ShutdownTimeout {
+		return c, fmt.Errorf("DRAIN_DELAY (%s) must be shorter than SHUTDOWN_TIMEOUT (%s)", c.Serve.DrainDelay, c.ShutdownTimeout)
+	}
+	return c, nil
+}

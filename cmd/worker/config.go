@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/worker"
+)
+
+type cfg struct {
+	config.Common
+	Run             worker.RunOptions
+	KafkaBrokers    []string
+	EventsTopic     string
+	RequestsTopic   string
+	DLQTopic        string
+	Consumer        consumer.Options
+	PaymentsURL     string
+	PaymentsAPIKey  string
+	PaymentsTimeout time.Duration
+}
+
+func loadConfig(getenv func(string) string) (cfg, error) {
+	e := config.New(getenv)
+	c := cfg{Common: e.Common()}
+	c.Run = worker.RunOptions{
+		Options: worker.Options{
+			TaskQueue:                  c.TaskQueue,
+			MaxConcurrentActivities:    e.Int("MAX_CONCURRENT_ACTIVITIES", 100),
+			MaxConcurrentWorkflowTasks: e.Int("MAX_CONCURRENT_WORKFLOW_TASKS", 50),
+			StopTimeout:                e.Duration("WORKER_STOP_TIMEOUT", 15*time.Second),
+		},
+		OpsAddr:           e.String("OPS_ADDR", ":9090"),
+		ShutdownTimeout:   c.ShutdownTimeout,
+		KafkaCloseTimeout: e.Duration("KAFKA_CLOSE_TIMEOUT", 5*time.Second),
+	}
+	c.KafkaBrokers = e.List("KAFKA_BROKERS", "127.0.0.1:9092")
+	c.EventsTopic = e.String("EVENTS_TOPIC", "orders.events")
+	c.RequestsTopic = e.String("REQUESTS_TOPIC", "orders.requested")
+	c.DLQTopic = e.String("DLQ_TOPIC", "orders.requested.dlq")
+	c.Consumer = consumer.Options{
+		Group:                e.String("CONSUMER_GROUP", "orderflow-ingress"),
+		InFlightPerPartition: e.Int("CONSUMER_IN_FLIGHT", 16),
+		CommitInterval:       e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
+	}
+	c.PaymentsURL = e.String("PAYMENTS_URL", "http://127.0.0.1:8099")
+	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
+	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", 10*time.Second)
+	if err := e.Err(); err != nil {
+		return c, err
+	}
+	if c.Run.StopTimeout >= c.ShutdownTimeout {
+		return c, fmt.Errorf("WORKER_STOP_TIMEOUT (%s) must be shorter than SHUTDOWN_TIMEOUT (%s)", c.Run.StopTimeout, c.ShutdownTimeout)
+	}
+	return c, nil
+}
+
+// command runs a subcommand: migrate, or dlq redrive.
+func command(ctx context.Context, c cfg, args []string, logger *slog.Logger, stdout io.Writer) error {
+	switch args[0] {
+	case "migrate":
+		return database.MigrateURL(ctx, c.DatabaseURL, logger)
+	case "dlq":
+		return redrive(ctx, c, args[1:], logger, stdout)
+	}
+	return fmt.Errorf("unknown command %q (want no argument, \"migrate\" or \"dlq redrive\")", args[0])
+}
+
+// redrive is `worker dlq redrive [--event-id ID]...`.
+func redrive(ctx context.Context, c cfg, args []string, logger *slog.Logger, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "redrive" {
+		return errors.New("usage: worker dlq redrive [--event-id ID]...")
+	}
+	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
+	var ids stringList
+	fs.Var(&ids, "event-id", "redrive only this eventId (repeatable); default: all")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	w := kafkaclient.NewWriter(c.KafkaBrokers, "")
+	defer w.Close()
+	sum, err := consumer.Redrive(ctx, c.KafkaBrokers, c.DLQTopic, ids, w, logger)
+	fmt.Fprintf(stdout, "dead letters read: %d, redriven: %d, skipped: %d\n", sum.Read, sum.Redriven, sum.Skipped)
+	return err
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

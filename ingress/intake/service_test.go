@@ -1,0 +1,271 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
+)
+
+// Hand-written fakes of the service's dependencies: enough behaviour to check the
+// service's rules, no stack.
+
+type fakeKeys struct {
+	mu      sync.Mutex
+	recs    map[string]*fakeKey
+	claimed int
+	err     error
+}
+
+type fakeKey struct {
+	fingerprint []byte
+	workflowID  string
+	status      int
+	body        []byte
+}
+
+func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp []byte, workflowID string, _ time.Duration) (idempotency.Outcome, idempotency.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, idempotency.Record{}, f.err
+	}
+	r, ok := f.recs[tenant+"/"+key]
+	switch {
+	case !ok:
+		f.recs[tenant+"/"+key] = &fakeKey{fingerprint: fp, workflowID: workflowID}
+		f.claimed++
+		return idempotency.Claimed, idempotency.Record{WorkflowID: workflowID}, nil
+	case !bytes.Equal(r.fingerprint, fp):
+		return idempotency.Mismatch, idempotency.Record{WorkflowID: r.workflowID}, nil
+	case r.status == 0:
+		return idempotency.InFlight, idempotency.Record{WorkflowID: r.workflowID, RetryAfter: 3 * time.Second}, nil
+	}
+	return idempotency.Replay, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
+}
+
+func (f *fakeKeys) Complete(_ context.Context, tenant, key string, status int, body []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[tenant+"/"+key]
+	r.status, r.body = status, body
+	return nil
+}
+
+func (f *fakeKeys) Release(_ context.Context, tenant, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.recs[tenant+"/"+key]; r != nil && r.status == 0 {
+		delete(f.recs, tenant+"/"+key)
+	}
+	return nil
+}
+
+type fakeEvents struct{ seen map[string]bool }
+
+func (f *fakeEvents) Processed(_ context.Context, group, id string) (bool, error) {
+	return f.seen[group+"/"+id], nil
+}
+
+func (f *fakeEvents) MarkProcessed(_ context.Context, group, id, _, _ string) (bool, error) {
+	if f.seen[group+"/"+id] {
+		return false, nil
+	}
+	f.seen[group+"/"+id] = true
+	return true, nil
+}
+
+type fakeOrders struct{ views map[string]orderstore.View }
+
+func (f *fakeOrders) Record(_ context.Context, o order.Order) (orderstore.View, error) {
+	if v, ok := f.views[o.ID]; ok {
+		return v, nil
+	}
+	v := orderstore.View{ID: o.ID, Status: order.StatusPending, Amount: o.Amount, WorkflowID: o.WorkflowID}
+	f.views[o.ID] = v
+	return v, nil
+}
+
+func (f *fakeOrders) Get(_ context.Context, _ string, id string) (orderstore.View, error) {
+	v, ok := f.views[id]
+	if !ok {
+		return v, orderstore.ErrNotFound
+	}
+	return v, nil
+}
+
+func (f *fakeOrders) List(context.Context, string, orderstore.Filter) ([]orderstore.View, string, error) {
+	return nil, "", nil
+}
+
+type fakeWorkflows struct {
+	started   map[string]int // workflow ID -> starts
+	startErr  error
+	cancelled func(workflowID string) (order.Status, error)
+}
+
+type fakeRun struct{}
+
+func (fakeRun) Get(context.Context, any) error { return nil }
+
+func (f *fakeWorkflows) Start(_ context.Context, o order.Order) (Run, error) {
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
+	f.started[o.WorkflowID]++
+	return fakeRun{}, nil
+}
+
+func (f *fakeWorkflows) Cancel(_ context.Context, workflowID string) (order.Status, error) {
+	return f.cancelled(workflowID)
+}
+
+type fixture struct {
+	keys   *fakeKeys
+	events *fakeEvents
+	orders *fakeOrders
+	flows  *fakeWorkflows
+	svc    *Service
+}
+
+func newFixture() *fixture {
+	f := &fixture{
+		keys:   &fakeKeys{recs: map[string]*fakeKey{}},
+		events: &fakeEvents{seen: map[string]bool{}},
+		orders: &fakeOrders{views: map[string]orderstore.View{}},
+		flows:  &fakeWorkflows{started: map[string]int{}},
+	}
+	f.svc = New(Deps{Keys: f.keys, Events: f.events, Orders: f.orders, Workflows: f.flows, Group: "g",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return f
+}
+
+func request(t *testing.T, body string) Request {
+	t.Helper()
+	r, err := DecodeRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
+	f := newFixture()
+	req := request(t, valid)
+	first := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", req, 0)
+	if first.Kind != Created || first.Status != http.StatusAccepted || len(first.Body) == 0 {
+		t.Fatalf("first = %+v", first)
+	}
+	again := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", req, 0)
+	if again.Kind != Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.OrderID != first.OrderID {
+		t.Fatalf("replay = %+v, want the first response", again)
+	}
+	if n := f.flows.started[order.WorkflowID("acme", "k1")]; n != 1 {
+		t.Fatalf("%d starts, want 1", n)
+	}
+}
+
+func TestPlaceHTTPMismatchAndInFlight(t *testing.T) {
+	f := newFixture()
+	f.keys.recs["acme/k1"] = &fakeKey{fingerprint: Fingerprint(request(t, valid)), workflowID: order.WorkflowID("acme", "k1")}
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != InFlight || out.RetryAfter != 3*time.Second {
+		t.Fatalf("same body while the first runs = %+v, want InFlight after 3s", out)
+	}
+	other := request(t, `{"customer_id":"cus_1","currency":"usd","items":[{"sku":"sku-1","quantity":3,"unit_amount":1299}],"payment_method":"pm_card_visa"}`)
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch {
+		t.Fatalf("other body = %+v, want Mismatch", out)
+	}
+	if len(f.flows.started) != 0 {
+		t.Fatalf("started %v, want nothing", f.flows.started)
+	}
+}
+
+func TestPlaceHTTPUnavailableReleasesTheKey(t *testing.T) {
+	f := newFixture()
+	f.flows.startErr = errors.New("temporal down")
+	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	var ue *UnavailableError
+	if out.Kind != Unavailable || !errors.As(out.Err, &ue) || ue.What != "workflow start" {
+		t.Fatalf("out = %+v, want Unavailable(workflow start)", out)
+	}
+	f.flows.startErr = nil
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != Created {
+		t.Fatalf("retry = %+v, want Created", out)
+	}
+	f.keys.err = errors.New("postgres down")
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k2", request(t, valid), 0); out.Kind != Unavailable {
+		t.Fatalf("claim failure = %+v, want Unavailable", out)
+	}
+}
+
+func TestPlaceEventDeduplicates(t *testing.T) {
+	f := newFixture()
+	req := request(t, valid)
+	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", req, 0); out.Kind != Created {
+		t.Fatalf("first = %+v", out)
+	}
+	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", req, 0); out.Kind != Replayed {
+		t.Fatalf("duplicate = %+v, want Replayed", out)
+	}
+	if n := f.flows.started[order.WorkflowID("acme", "e1")]; n != 1 {
+		t.Fatalf("%d starts, want 1", n)
+	}
+	noEvents := New(Deps{Keys: f.keys, Orders: f.orders, Workflows: f.flows})
+	if out := noEvents.Place(context.Background(), "acme", FromEvent, "e2", req, 0); out.Kind != Unavailable {
+		t.Fatalf("event without an event log = %+v, want Unavailable", out)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	f := newFixture()
+	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	wf := order.WorkflowID("acme", "k1")
+	setStatus := func(s order.Status) {
+		v := f.orders.views[out.OrderID]
+		v.Status = s
+		f.orders.views[out.OrderID] = v
+	}
+
+	if _, err := f.svc.Cancel(context.Background(), "acme", "ord_nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown order: %v, want ErrNotFound", err)
+	}
+	f.flows.cancelled = func(id string) (order.Status, error) {
+		if id != wf {
+			t.Fatalf("cancel sent to %s, want %s", id, wf)
+		}
+		setStatus(order.StatusCancelled)
+		return order.StatusCancelled, nil
+	}
+	if v, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
+		t.Fatalf("cancel = %+v, %v", v, err)
+	}
+	// The workflow has closed since: cancelling again answers the same.
+	f.flows.cancelled = func(string) (order.Status, error) { return "", errNotCancellable }
+	if v, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
+		t.Fatalf("second cancel = %+v, %v", v, err)
+	}
+	var nc *NotCancellableError
+	setStatus(order.StatusPaid)
+	if _, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaid {
+		t.Fatalf("cancel of a fulfilled order: %v, want NotCancellable(PAID)", err)
+	}
+	// Accepted while the charge ran, then declined: nothing was cancelled.
+	f.flows.cancelled = func(string) (order.Status, error) { return order.StatusPaymentDeclined, nil }
+	if _, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
+		t.Fatalf("cancel answered by a decline: %v", err)
+	}
+	f.flows.cancelled = func(string) (order.Status, error) { return "", errors.New("deadline exceeded") }
+	var ue *UnavailableError
+	if _, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &ue) {
+		t.Fatalf("cancel with Temporal down: %v, want UnavailableError", err)
+	}
+}

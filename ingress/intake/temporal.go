@@ -1,0 +1,71 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// Temporal is Workflows on a Temporal client: OrderWorkflow started so that a
+// duplicate start lands on the existing workflow, running or closed, and the
+// workflow's cancel update.
+type Temporal struct {
+	c            client.Client
+	taskQueue    string
+	cancelWindow time.Duration
+}
+
+var _ Workflows = (*Temporal)(nil)
+
+// NewTemporal returns the workflows of the task queue.
+func NewTemporal(c client.Client, taskQueue string, cancelWindow time.Duration) *Temporal {
+	return &Temporal{c: c, taskQueue: taskQueue, cancelWindow: cancelWindow}
+}
+
+// Start starts (or finds) the order's workflow and returns its run.
+func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
+	run, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        o.WorkflowID,
+		TaskQueue: t.taskQueue,
+		// A running workflow absorbs the duplicate...
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// ...and so does a closed one: its ID can never start a second run.
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: false,
+	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, CancelWindow: t.cancelWindow})
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
+	}
+	return run, nil
+}
+
+// Cancel sends the cancel update and waits for the order to settle. A workflow that
+// refuses it, or has closed, is errNotCancellable.
+func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status, error) {
+	h, err := t.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var res workflows.OrderResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	var appErr *temporal.ApplicationError
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return res.Status, nil
+	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrNotCancellable,
+		errors.As(err, &notFound): // the workflow has closed
+		return "", errNotCancellable
+	}
+	return "", fmt.Errorf("cancel update of %s: %w", workflowID, err)
+}

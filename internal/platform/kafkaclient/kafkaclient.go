@@ -1,0 +1,116 @@
+// Package kafkaclient builds every kafka-go reader and writer of orderflow with the
+// project's settings, and closes them with a guard: kafka-go's Close can hang on
+// some broker failures.
+package kafkaclient
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// NewWriter returns a writer for topic ("" when each message names its own) that
+// waits for all in-sync replicas and does not hold a lone message back: kafka-go's
+// defaults are no acks and a 1 s batch wait. Messages with the same key go to the
+// same partition. It has a transport of its own rather than the process-wide
+// default, whose cached metadata is shared by every writer.
+func NewWriter(brokers []string, topic string) *kafka.Writer {
+	return &kafka.Writer{
+		Transport:              &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: 5 * time.Second},
+		Addr:                   kafka.TCP(brokers...),
+		Topic:                  topic,
+		Balancer:               &kafka.Hash{},
+		RequiredAcks:           kafka.RequireAll,
+		BatchTimeout:           5 * time.Millisecond,
+		WriteTimeout:           10 * time.Second,
+		AllowAutoTopicCreation: false,
+	}
+}
+
+// NewGroupReader returns a consumer-group reader of topic that never commits on its
+// own: the caller commits explicitly, after its work is durable.
+func NewGroupReader(brokers []string, group, topic string, logger *slog.Logger) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           brokers,
+		GroupID:           group,
+		Topic:             topic,
+		StartOffset:       kafka.FirstOffset,
+		MaxWait:           250 * time.Millisecond,
+		HeartbeatInterval: 2 * time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		CommitInterval:    0, // commits are explicit and synchronous
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			logger.Warn(fmt.Sprintf(msg, args...), "component", "kafka-reader")
+		}),
+	})
+}
+
+// Close runs close but gives up after timeout (or ctx's deadline), returning an
+// error that says so.
+func Close(ctx context.Context, timeout time.Duration, close func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("abandoned at the deadline: %w", ctx.Err())
+	}
+}
+
+// EndOffset returns the offset after the last message of one partition (its high
+// watermark), asked of the partition's leader.
+func EndOffset(ctx context.Context, broker, topic string, partition int) (int64, error) {
+	conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, partition)
+	if err != nil {
+		return 0, fmt.Errorf("dial leader of %s/%d: %w", topic, partition, err)
+	}
+	defer conn.Close()
+	end, err := conn.ReadLastOffset()
+	if err != nil {
+		return 0, fmt.Errorf("end offset of %s/%d: %w", topic, partition, err)
+	}
+	return end, nil
+}
+
+// CreateTopic creates topic with the given partitions and replication factor and
+// waits until every partition's leader serves it, so first writes do not fail.
+func CreateTopic(ctx context.Context, broker, topic string, partitions, replicas int) error {
+	conn, err := kafka.DialContext(ctx, "tcp", broker)
+	if err != nil {
+		return fmt.Errorf("dial kafka: %w", err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		return fmt.Errorf("kafka controller: %w", err)
+	}
+	cc, err := kafka.DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		return fmt.Errorf("dial kafka controller: %w", err)
+	}
+	defer cc.Close()
+	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: replicas}); err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for p := 0; p < partitions; {
+		if _, err := EndOffset(ctx, broker, topic, p); err == nil {
+			p++
+			continue
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("topic %s: partition %d has no leader after 15s", topic, p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}

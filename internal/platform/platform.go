@@ -1,0 +1,47 @@
+// Package platform opens what every orderflow process stands on: the Postgres pool
+// and the Temporal client, from the common settings.
+package platform
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+)
+
+// Base is a process's connections and its readiness, which checks both.
+type Base struct {
+	Pool     *pgxpool.Pool
+	Temporal client.Client
+	Ready    *telemetry.Readiness
+}
+
+// Open connects to Postgres and Temporal.
+func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, error) {
+	pool, err := database.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns))
+	if err != nil {
+		return nil, err
+	}
+	tc, err := temporalclient.Dial(ctx, c.TemporalAddress, c.TemporalNamespace, logger)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	ready := &telemetry.Readiness{}
+	ready.Add("postgres", pool.Ping)
+	ready.Add("temporal", temporalclient.Check(tc))
+	return &Base{Pool: pool, Temporal: tc, Ready: ready}, nil
+}
+
+// Close closes the Temporal client, then the pool: the pool last, since everything
+// else may still write.
+func (b *Base) Close() {
+	b.Temporal.Close()
+	b.Pool.Close()
+}
