@@ -152,7 +152,7 @@ func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 			worker := r.startWorker(t, nil)
 			r.startAPI(t)
 			key := stacktest.Name("k")
-			chargeKey := order.PaymentKey(order.WorkflowID(r.tenant, key), "charge")
+			chargeKey := order.PaymentKey(order.WorkflowID(r.tenant, order.FromHTTP, key), "charge")
 			r.order(t, key)
 			stacktest.Eventually(t, 30*time.Second, "the kill point", func() bool { return pt.at(r, chargeKey) })
 			worker.Kill(t)
@@ -298,7 +298,7 @@ func TestChaosDuplicateFloods(t *testing.T) {
 	r.startAPI(t)
 
 	key := stacktest.Name("flood")
-	r.expect(order.WorkflowID(r.tenant, key))
+	r.expect(order.WorkflowID(r.tenant, order.FromHTTP, key))
 	var wg sync.WaitGroup
 	var accepted, conflicts atomic.Int64
 	for range 100 {

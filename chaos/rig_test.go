@@ -42,7 +42,7 @@ func newRig(t *testing.T) *rig {
 	r := &rig{Orders: workertest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group")}
 	r.requests = stacktest.Topic(t, 4)
 	r.dlq = stacktest.Topic(t, 1)
-	key, err := apikeys.New(r.Pool).Create(context.Background(), r.tenant)
+	key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), r.tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func (r *rig) post(key string) (int, int, error) {
 // order is a client that retries one order until the API accepts it, as a careful
 // client would: same key, honouring Retry-After, through broken connections.
 func (r *rig) order(t *testing.T, key string) {
-	r.expect(order.WorkflowID(r.tenant, key))
+	r.expect(order.WorkflowID(r.tenant, order.FromHTTP, key))
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		status, retryAfter, err := r.post(key)
@@ -139,7 +139,7 @@ func (r *rig) writer() *kafka.Writer {
 
 // produce writes one event, retrying until the broker has it for sure.
 func (r *rig) produce(t *testing.T, w *kafka.Writer, eventID string, key []byte) {
-	r.expect(order.WorkflowID(r.tenant, eventID))
+	r.expect(order.WorkflowID(r.tenant, order.FromEvent, eventID))
 	value := []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, eventID, r.tenant, orderJSON))
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/config"
 )
 
@@ -13,11 +14,13 @@ type cfg struct {
 	Serve          httpapi.ServeOptions
 	IdempotencyTTL time.Duration
 	MaxBodyBytes   int
+	KeyCacheTTL    time.Duration
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
 	e := config.New(getenv)
-	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10)}
+	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
+		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL)}
 	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
 	if err := e.Err(); err != nil {
 		return c, err

@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -54,13 +55,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer base.Close() // after the server has drained
+	reg := telemetry.NewRegistry()
+	purged := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orderflow_idempotency_keys_purged_total", Help: "Expired idempotency records deleted.",
+	})
+	reg.MustRegister(purged)
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL)
-	go idem.PurgeExpired(ctx, 5*time.Minute, logger)
+	go idem.PurgeExpired(ctx, time.Minute, purged, logger)
 	handler := httpapi.NewServer(httpapi.Deps{
 		Logger:   logger,
-		Registry: telemetry.NewRegistry(),
+		Registry: reg,
 		Ready:    base.Ready,
-		Keys:     apikeys.New(base.Pool),
+		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
 		Intake: intake.New(intake.Deps{
 			Keys: idem, Orders: orderstore.New(base.Pool), Logger: logger,
 			Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, c.CancelWindow),

@@ -68,7 +68,7 @@ func result(name string, n int, total time.Duration, lat []time.Duration) Result
 
 func (b *bench) placeOrder(key string) workflows.PlaceOrder {
 	req, _ := intake.DecodeRequest([]byte(orderJSON))
-	return workflows.PlaceOrder{Order: req.Order(b.tenant, order.WorkflowID(b.tenant, key))}
+	return workflows.PlaceOrder{Order: req.Order(b.tenant, order.WorkflowID(b.tenant, order.FromHTTP, key))}
 }
 
 // settle waits until every order started so far is paid, so that no scenario is
@@ -282,7 +282,7 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 		return Result{Scenario: name}, err
 	}
 	charges := 0
-	prefix := order.WorkflowID(b.tenant, "e2e-")
+	prefix := order.WorkflowID(b.tenant, order.FromHTTP, "e2e-")
 	for _, c := range list.Data {
 		if strings.HasPrefix(c.IdempotencyKey, prefix) {
 			charges++

@@ -59,7 +59,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if err := database.Migrate(ctx, b.pool, logger); err != nil {
 		return nil, err
 	}
-	if b.apiKey, err = apikeys.New(b.pool).Create(ctx, b.tenant); err != nil {
+	if b.apiKey, err = apikeys.New(b.pool, apikeys.DefaultCacheTTL).Create(ctx, b.tenant); err != nil {
 		return nil, err
 	}
 	if b.tc, err = temporalclient.Dial(ctx, env["TEMPORAL_ADDRESS"], env["TEMPORAL_NAMESPACE"], logger); err != nil {

@@ -28,6 +28,7 @@ type cfg struct {
 	PaymentsURL     string
 	PaymentsAPIKey  string
 	PaymentsTimeout time.Duration
+	TenantCacheTTL  time.Duration
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -51,11 +52,13 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.Consumer = consumer.Options{
 		Group:                e.String("CONSUMER_GROUP", "orderflow-ingress"),
 		InFlightPerPartition: e.Int("CONSUMER_IN_FLIGHT", 16),
+		MaxUncommitted:       e.Int("CONSUMER_MAX_UNCOMMITTED", 128),
 		CommitInterval:       e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
 	}
 	c.PaymentsURL = e.String("PAYMENTS_URL", "http://127.0.0.1:8099")
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
 	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", 10*time.Second)
+	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	if err := e.Err(); err != nil {
 		return c, err
 	}

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Group:     c.Consumer.Group,
 		Logger:    logger,
 	})
-	cons := consumer.New(c.Consumer, reader, dlq, in, consumer.NewStore(base.Pool), logger, consumer.NewMetrics(reg))
+	cons := consumer.New(c.Consumer, reader, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg))
 	base.Ready.Add("consumer", cons.Ready)
 	return worker.Run(ctx, worker.Deps{
 		Logger:   logger,

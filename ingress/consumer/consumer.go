@@ -50,6 +50,10 @@ type Options struct {
 	// CommitInterval is how often each partition commits its watermark: one commit
 	// covers every message acknowledged since the last one.
 	CommitInterval time.Duration
+	// MaxUncommitted bounds what a partition holds behind its oldest unsettled
+	// message: when full, the partition takes no more and fetching pauses, so a
+	// head message that never settles cannot grow memory without bound.
+	MaxUncommitted int
 }
 
 // Consumer is the Kafka ingress.
@@ -72,6 +76,9 @@ func New(opts Options, reader Reader, dlq Writer, in Intake, store *Store, logge
 	}
 	if opts.CommitInterval <= 0 {
 		opts.CommitInterval = 200 * time.Millisecond
+	}
+	if opts.MaxUncommitted < opts.InFlightPerPartition {
+		opts.MaxUncommitted = 8 * opts.InFlightPerPartition
 	}
 	return &Consumer{opts: opts, reader: reader, dlq: dlq, intake: in, store: store, logger: logger, m: m}
 }
@@ -126,7 +133,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			p = nil
 		}
 		if p == nil {
-			p = c.newPartition(ctx)
+			p = c.newPartition(ctx, m.Partition)
 			parts[m.Partition] = p
 			wg.Add(1) // registered before the goroutine starts
 			go func() {

@@ -43,7 +43,7 @@ func newPipeline(t *testing.T) *pipeline {
 	p := &pipeline{Orders: workertest.NewOrders(t), group: stacktest.Name("group"), tenant: stacktest.Name("tenant")}
 	p.requests = stacktest.Topic(t, 4)
 	p.dlq = stacktest.Topic(t, 1)
-	if _, err := apikeys.New(p.Pool).Create(context.Background(), p.tenant); err != nil {
+	if _, err := apikeys.New(p.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), p.tenant); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -68,14 +68,20 @@ func (p *pipeline) writer(topic string) *kafka.Writer {
 // runConsumer runs the consumer in the test process until the returned stop is called.
 func (p *pipeline) runConsumer(t *testing.T) (reg *prometheus.Registry, stop func()) {
 	t.Helper()
+	return p.runConsumerWith(t, consumer.Options{Group: p.group, CommitInterval: 50 * time.Millisecond}, p.dlq)
+}
+
+// runConsumerWith runs a consumer with opts, dead-lettering to dlqTopic.
+func (p *pipeline) runConsumerWith(t *testing.T, opts consumer.Options, dlqTopic string) (reg *prometheus.Registry, stop func()) {
+	t.Helper()
 	reg = prometheus.NewRegistry()
 	reader := kafka.NewReader(kafka.ReaderConfig{
 		Brokers: p.Brokers, GroupID: p.group, Topic: p.requests, StartOffset: kafka.FirstOffset,
 		MaxWait: 100 * time.Millisecond, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
 	})
-	dlq := kafkaclient.NewWriter(p.Brokers, p.dlq)
-	c := consumer.New(consumer.Options{Group: p.group, CommitInterval: 50 * time.Millisecond}, reader, dlq,
-		p.Intake(p.group, 0), consumer.NewStore(p.Pool),
+	dlq := kafkaclient.NewWriter(p.Brokers, dlqTopic)
+	c := consumer.New(opts, reader, dlq,
+		p.Intake(p.group, 0), consumer.NewStore(p.Pool, 200*time.Millisecond),
 		stacktest.Logger(t), consumer.NewMetrics(reg))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -166,7 +172,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	stop()
 
 	for id := range valid {
-		wid := order.WorkflowID(p.tenant, id)
+		wid := order.WorkflowID(p.tenant, order.FromEvent, id)
 		stacktest.Eventually(t, 10*time.Second, "workflow "+wid+" to be visible", func() bool { return stacktest.Runs(t, p.Temporal, wid) >= 1 })
 		if n := stacktest.Runs(t, p.Temporal, wid); n != 1 {
 			t.Errorf("event %s started %d workflows", id, n)
@@ -202,7 +208,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 
 	// Once the tenant exists, a redrive brings the dead-lettered event back; a second
 	// redrive is absorbed as a duplicate.
-	if _, err := apikeys.New(p.Pool).Create(context.Background(), unknownTenant); err != nil {
+	if _, err := apikeys.New(p.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), unknownTenant); err != nil {
 		t.Fatal(err)
 	}
 	w := p.writer("")
@@ -218,7 +224,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	stacktest.Eventually(t, 30*time.Second, "the second redrive to be absorbed", func() bool {
 		return counter(t, reg, "orderflow_consumer_duplicates_total") == 1
 	})
-	wid := order.WorkflowID(unknownTenant, "unknown-tenant")
+	wid := order.WorkflowID(unknownTenant, order.FromEvent, "unknown-tenant")
 	stacktest.Eventually(t, 10*time.Second, "the redriven workflow", func() bool { return stacktest.Runs(t, p.Temporal, wid) == 1 })
 }
 
@@ -284,7 +290,7 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 		t.Fatalf("processed events = %d", got)
 	}
 	for i := range n {
-		wid := order.WorkflowID(p.tenant, fmt.Sprintf("evt-%d", i))
+		wid := order.WorkflowID(p.tenant, order.FromEvent, fmt.Sprintf("evt-%d", i))
 		if runs := stacktest.Runs(t, p.Temporal, wid); runs != 1 {
 			t.Fatalf("%s has %d runs", wid, runs)
 		}
@@ -349,7 +355,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		return paid == len(ids)
 	})
 	for _, id := range ids {
-		key := order.PaymentKey(order.WorkflowID(p.tenant, id), "charge")
+		key := order.PaymentKey(order.WorkflowID(p.tenant, order.FromEvent, id), "charge")
 		if n := len(p.Sim.Charges(key)); n != 1 {
 			t.Fatalf("event %s: %d charges", id, n)
 		}

@@ -41,7 +41,9 @@ func TestDecodeEvent(t *testing.T) {
 }
 
 func FuzzDecodeEvent(f *testing.F) {
-	for _, s := range []string{`{"eventId":"e1","tenant":"acme","order":` + orderJSON + `}`, `{}`, `null`, `{"order":null}`, "\x00", `{"eventId":"` + strings.Repeat("x", 300) + `"}`} {
+	for _, s := range []string{`{"eventId":"e1","tenant":"acme","order":` + orderJSON + `}`, `{}`, `null`, `{"order":null}`, "\x00", `{"eventId":"` + strings.Repeat("x", 300) + `"}`,
+		`{"eventId":"e\u0000","tenant":"acme","order":` + orderJSON + `}`, `{"eventId":"e1","tenant":"ac\u0000me","order":` + orderJSON + `}`,
+		"{\"eventId\":\"e\xff\",\"tenant\":\"acme\",\"order\":" + orderJSON + "}", `{"eventId":"e1","tenant":"acme","order":` + strings.Replace(orderJSON, "cus_1", `cus\u0000`, 1) + `}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {

@@ -10,6 +10,7 @@ type Metrics struct {
 	deadLettered  prometheus.Counter
 	commitSeconds prometheus.Histogram
 	lag           *prometheus.GaugeVec
+	uncommitted   *prometheus.GaugeVec
 }
 
 // NewMetrics registers the consumer's metrics.
@@ -34,7 +35,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "orderflow_consumer_lag_messages", Help: "Messages behind the partition's high watermark at the last fetch.",
 		}, []string{"partition"}),
+		uncommitted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "orderflow_consumer_uncommitted_messages",
+			Help: "Messages a partition holds fetched but not yet committed (bounded by CONSUMER_MAX_UNCOMMITTED plus a small fetch buffer).",
+		}, []string{"partition"}),
 	}
-	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.lag)
+	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.lag, m.uncommitted)
 	return m
 }

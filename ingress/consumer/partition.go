@@ -2,9 +2,11 @@ package consumer
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -20,14 +22,16 @@ type partition struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	final  atomic.Bool // commit the watermark on the way out
+	held   prometheus.Gauge
 }
 
-func (c *Consumer) newPartition(parent context.Context) *partition {
+func (c *Consumer) newPartition(parent context.Context, id int) *partition {
 	ctx, cancel := context.WithCancel(parent)
 	// The buffer lets the fetch loop run ahead of a busy partition instead of
 	// stalling every other partition behind it. Buffered messages are not settled,
 	// so they are never committed.
-	p := &partition{c: c, in: make(chan kafka.Message, 4*c.opts.InFlightPerPartition), done: make(chan struct{}), ctx: ctx, cancel: cancel}
+	p := &partition{c: c, in: make(chan kafka.Message, 4*c.opts.InFlightPerPartition), done: make(chan struct{}), ctx: ctx, cancel: cancel,
+		held: c.m.uncommitted.WithLabelValues(strconv.Itoa(id))}
 	p.final.Store(true)
 	return p
 }
@@ -84,8 +88,9 @@ func (p *partition) run() {
 	tick := time.NewTicker(p.c.opts.CommitInterval)
 	defer tick.Stop()
 	for {
+		p.held.Set(float64(len(queue) + len(p.in)))
 		in := p.in
-		if inflight >= p.c.opts.InFlightPerPartition {
+		if inflight >= p.c.opts.InFlightPerPartition || len(queue) >= p.c.opts.MaxUncommitted {
 			in = nil // window full: stop taking messages (backpressure on the fetch loop)
 		}
 		select {

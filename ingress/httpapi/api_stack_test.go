@@ -56,9 +56,15 @@ type apiHarness struct {
 
 func newAPI(t *testing.T, cancelWindow time.Duration) *apiHarness {
 	t.Helper()
+	return newAPIWith(t, cancelWindow, apikeys.DefaultCacheTTL)
+}
+
+// newAPIWith is newAPI with the API key cache TTL given.
+func newAPIWith(t *testing.T, cancelWindow, keyTTL time.Duration) *apiHarness {
+	t.Helper()
 	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}, logs: &syncBuffer{}}
 	h.StartWorker(t)
-	ks := apikeys.New(h.Pool)
+	ks := apikeys.New(h.Pool, keyTTL)
 	for range 2 {
 		tenant := stacktest.Name("tenant")
 		key, err := ks.Create(context.Background(), tenant)
@@ -190,7 +196,7 @@ func TestConcurrentPostsWithOneKeyMakeOneOrder(t *testing.T) {
 		ids[r.order(t).ID] = true
 	}
 	t.Logf("50 concurrent POSTs: %d first, %d replays, %d answered 409 first, %d retries", firsts, replays, conflicts, retries)
-	wantID := order.IDFor(order.WorkflowID(tenant, key))
+	wantID := order.IDFor(order.WorkflowID(tenant, order.FromHTTP, key))
 	if len(ids) != 1 || !ids[wantID] || firsts != 1 {
 		t.Fatalf("order IDs %v, first responses %d: want only %s, once", ids, firsts, wantID)
 	}
@@ -201,7 +207,7 @@ func TestConcurrentPostsWithOneKeyMakeOneOrder(t *testing.T) {
 		t.Fatalf("idempotency rows = %d", c)
 	}
 	h.waitStatus(t, tenant, wantID, order.StatusPaid)
-	if c := len(h.Sim.Charges(order.PaymentKey(order.WorkflowID(tenant, key), "charge"))); c != 1 {
+	if c := len(h.Sim.Charges(order.PaymentKey(order.WorkflowID(tenant, order.FromHTTP, key), "charge"))); c != 1 {
 		t.Fatalf("charges = %d", c)
 	}
 	if c := len(h.Sim.Charges("")); c != 1 {
@@ -386,7 +392,7 @@ func TestBadInputGetsAClear4xx(t *testing.T) {
 func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}}
 	tenant := stacktest.Name("tenant")
-	apiKey, err := apikeys.New(h.Pool).Create(context.Background(), tenant)
+	apiKey, err := apikeys.New(h.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +408,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	waitReady(t, h.url)
 
 	key := stacktest.Name("k")
-	workflowID := order.WorkflowID(tenant, key)
+	workflowID := order.WorkflowID(tenant, order.FromHTTP, key)
 	firstErr := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/orders", strings.NewReader(body))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseIdempotencyKey(t *testing.T) {
@@ -89,4 +90,25 @@ func TestParsePreferWait(t *testing.T) {
 			t.Errorf("parsePreferWait(%q) = %d, want %d", tt.values, got, tt.want)
 		}
 	}
+}
+
+// Whatever checkParam accepts, Postgres and Temporal take: valid UTF-8, no control
+// characters (NUL among them), at most maxParamLen characters.
+func FuzzCheckParam(f *testing.F) {
+	for _, s := range []string{"", "ord_abc", "a\x00b", "\xff", "\xc3\x28", "é", "\u2028", "a\x7fb", strings.Repeat("x", 256), strings.Repeat("é", 255)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if checkParam(v, maxParamLen) != "" {
+			return
+		}
+		if !utf8.ValidString(v) || strings.ContainsAny(v, "\x00\x7f") || utf8.RuneCountInString(v) > maxParamLen {
+			t.Fatalf("accepted %q", v)
+		}
+		for _, r := range v {
+			if r < 0x20 {
+				t.Fatalf("accepted a control character in %q", v)
+			}
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -90,13 +91,54 @@ func (a *api) decodeOrder(w http.ResponseWriter, r *http.Request) (intake.Reques
 }
 
 func (a *api) getOrder(w http.ResponseWriter, r *http.Request) {
-	view, err := a.Intake.Get(r.Context(), tenantOf(r.Context()), chi.URLParam(r, "id"))
+	id, p := pathID(r)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	view, err := a.Intake.Get(r.Context(), tenantOf(r.Context()), id)
 	a.writeOrder(w, r, view, err)
 }
 
 func (a *api) cancelOrder(w http.ResponseWriter, r *http.Request) {
-	view, err := a.Intake.Cancel(r.Context(), tenantOf(r.Context()), chi.URLParam(r, "id"))
+	id, p := pathID(r)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	view, err := a.Intake.Cancel(r.Context(), tenantOf(r.Context()), id)
 	a.writeOrder(w, r, view, err)
+}
+
+// pathID is the {id} of the route, if Postgres could take it.
+func pathID(r *http.Request) (string, *problem) {
+	id := chi.URLParam(r, "id")
+	if msg := checkParam(id, maxParamLen); msg != "" {
+		p := fieldProblem(kindInvalidPath, "id", msg)
+		return "", &p
+	}
+	return id, nil
+}
+
+// maxParamLen bounds every identifier in a path or query: order IDs are 30
+// characters, customer IDs and idempotency keys at most 255.
+const maxParamLen = 255
+
+// checkParam says why Postgres or Temporal would refuse v ("" when they would
+// not): invalid UTF-8, NUL or other control characters, or more than max characters.
+func checkParam(v string, max int) string {
+	switch {
+	case !utf8.ValidString(v):
+		return "not valid UTF-8"
+	case utf8.RuneCountInString(v) > max:
+		return "longer than " + strconv.Itoa(max) + " characters"
+	}
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f {
+			return "contains a control character"
+		}
+	}
+	return ""
 }
 
 // writeOrder answers with the order, or maps the service's error to its problem.
@@ -116,21 +158,9 @@ func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view orderstore
 }
 
 func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := orderstore.Filter{CustomerID: q.Get("customer_id"), Status: order.Status(q.Get("status")), Limit: 20, Cursor: q.Get("cursor")}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100 {
-			writeProblem(w, fieldProblem(kindInvalidQuery, "limit", "must be an integer from 1 to 100"))
-			return
-		}
-		f.Limit = n
-	}
-	switch f.Status {
-	case "", order.StatusPending, order.StatusPaymentPending, order.StatusPaid, order.StatusPaymentDeclined,
-		order.StatusCancelled, order.StatusFailed:
-	default:
-		writeProblem(w, fieldProblem(kindInvalidQuery, "status", "unknown status"))
+	f, p := listFilter(r)
+	if p != nil {
+		writeProblem(w, *p)
 		return
 	}
 	views, next, err := a.Intake.List(r.Context(), tenantOf(r.Context()), f)
@@ -149,6 +179,36 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// listFilter reads the list's query; every parameter is checked before any query.
+func listFilter(r *http.Request) (intake.Filter, *problem) {
+	q := r.URL.Query()
+	bad := func(field, msg string) (intake.Filter, *problem) {
+		p := fieldProblem(kindInvalidQuery, field, msg)
+		return intake.Filter{}, &p
+	}
+	for _, name := range []string{"customer_id", "status", "cursor", "limit", "idempotency_key", "event_id"} {
+		if msg := checkParam(q.Get(name), maxParamLen); msg != "" {
+			return bad(name, msg)
+		}
+	}
+	f := intake.Filter{Filter: orderstore.Filter{CustomerID: q.Get("customer_id"), Status: order.Status(q.Get("status")), Limit: 20, Cursor: q.Get("cursor")},
+		IdempotencyKey: q.Get("idempotency_key"), EventID: q.Get("event_id")}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			return bad("limit", "must be an integer from 1 to 100")
+		}
+		f.Limit = n
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return bad("status", "unknown status")
+	}
+	if f.IdempotencyKey != "" && f.EventID != "" {
+		return bad("event_id", "give idempotency_key or event_id, not both")
+	}
+	return f, nil
+}
+
 func (a *api) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	what := "a dependency"
 	var ue *intake.UnavailableError
@@ -156,9 +216,9 @@ func (a *api) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 		what = ue.What
 	}
 	a.Logger.ErrorContext(r.Context(), what+" failed", "request_id", middleware.GetReqID(r.Context()), "err", err)
-	detail := what + " is unavailable; retry"
+	detail := what + " is unavailable; retry later"
 	if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" {
-		detail += " with the same Idempotency-Key"
+		detail = what + " is unavailable; retry with the same Idempotency-Key"
 	}
 	writeProblem(w, withRetry(newProblem(kindUnavailable, detail), 2))
 }

@@ -19,6 +19,7 @@ const (
 	kindBodyTooLarge     kind = "body-too-large"
 	kindUnsupportedMedia kind = "unsupported-media-type"
 	kindInvalidQuery     kind = "invalid-query"
+	kindInvalidPath      kind = "invalid-path"
 	kindKeyReused        kind = "idempotency-key-reused"
 	kindInProgress       kind = "request-in-progress"
 	kindNotFound         kind = "not-found"
@@ -44,6 +45,8 @@ func (k kind) status() (int, string) {
 		return http.StatusUnsupportedMediaType, "Unsupported media type"
 	case kindInvalidQuery:
 		return http.StatusBadRequest, "Invalid query parameter"
+	case kindInvalidPath:
+		return http.StatusBadRequest, "Invalid path parameter"
 	case kindKeyReused:
 		return http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request"
 	case kindInProgress:

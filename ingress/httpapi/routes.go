@@ -31,7 +31,7 @@ type KeyStore interface {
 type Intake interface {
 	Place(ctx context.Context, tenant string, src intake.Source, key string, req intake.Request, wait time.Duration) intake.Outcome
 	Get(ctx context.Context, tenant, orderID string) (orderstore.View, error)
-	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
+	List(ctx context.Context, tenant string, f intake.Filter) ([]orderstore.View, string, error)
 	Cancel(ctx context.Context, tenant, orderID string) (orderstore.View, error)
 }
 

@@ -5,7 +5,6 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Outcome is what a claim on a key found.
@@ -29,6 +29,13 @@ const (
 	// Mismatch: the key was used with a different request.
 	Mismatch
 )
+
+// Print is a request's fingerprint: the value to store with a new key, and how to
+// tell whether a stored one (of any fingerprint version) is the same request.
+type Print struct {
+	Value   []byte
+	Matches func(stored []byte) bool
+}
 
 // Record is a stored response.
 type Record struct {
@@ -55,7 +62,7 @@ func New(pool *pgxpool.Pool, ttl time.Duration) *Store {
 // the workflow start it guards is itself idempotent. Expired records are reclaimed.
 // A repeated key costs one read; each write is one atomic statement, so no
 // transaction is held across round trips.
-func (s *Store) Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (Outcome, Record, error) {
+func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflowID string, lease time.Duration) (Outcome, Record, error) {
 	cur, found, err := s.read(ctx, tenant, key)
 	if err != nil {
 		return 0, Record{}, err
@@ -69,7 +76,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fingerprint []byt
 			    response_status = NULL, response_body = NULL, locked_until = EXCLUDED.locked_until,
 			    created_at = now(), expires_at = EXCLUDED.expires_at
 			WHERE k.expires_at < now()`,
-			tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds())
+			tenant, key, fp.Value, workflowID, lease.Milliseconds(), s.ttl.Milliseconds())
 		if err != nil {
 			return 0, Record{}, fmt.Errorf("claim idempotency key: %w", err)
 		}
@@ -82,7 +89,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fingerprint []byt
 		}
 	}
 	switch {
-	case !bytes.Equal(cur.fingerprint, fingerprint):
+	case !fp.Matches(cur.fingerprint):
 		return Mismatch, cur.Record, nil
 	case cur.status != nil:
 		cur.Status = *cur.status
@@ -132,6 +139,12 @@ func (s *Store) read(ctx context.Context, tenant, key string) (current, bool, er
 	return c, true, nil
 }
 
+// Lookup returns the workflow a key was claimed for, expired or not.
+func (s *Store) Lookup(ctx context.Context, tenant, key string) (string, bool, error) {
+	cur, found, err := s.read(ctx, tenant, key)
+	return cur.WorkflowID, found, err
+}
+
 // Complete stores the response of a claimed key.
 func (s *Store) Complete(ctx context.Context, tenant, key string, status int, body []byte) error {
 	_, err := s.pool.Exec(ctx, `
@@ -143,11 +156,13 @@ func (s *Store) Complete(ctx context.Context, tenant, key string, status int, bo
 	return nil
 }
 
-// Release gives up a claim without a response, so a retry starts over at once.
-func (s *Store) Release(ctx context.Context, tenant, key string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND response_status IS NULL`, tenant, key)
+// Unlock gives up a claim without a response: a retry takes the key over at once.
+// The record and its fingerprint stay, since a workflow may have started for this
+// request: a retry with another body is still refused.
+func (s *Store) Unlock(ctx context.Context, tenant, key string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET locked_until = NULL WHERE tenant = $1 AND key = $2 AND response_status IS NULL`, tenant, key)
 	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
+		return fmt.Errorf("unlock idempotency key: %w", err)
 	}
 	return nil
 }
@@ -163,9 +178,10 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// PurgeExpired deletes expired records every interval until ctx ends. Correctness
-// does not depend on it: an expired record is reclaimed on its next use.
-func (s *Store) PurgeExpired(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+// PurgeExpired runs Purge every interval until ctx ends, counting the rows in
+// purged. Correctness does not depend on it: an expired record is reclaimed on its
+// next use; it keeps the table from growing.
+func (s *Store) PurgeExpired(ctx context.Context, interval time.Duration, purged prometheus.Counter, logger *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -173,12 +189,29 @@ func (s *Store) PurgeExpired(ctx context.Context, interval time.Duration, logger
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n, err := s.DeleteExpired(ctx, 1000)
+			n, err := s.Purge(ctx, purgeBatch, purged)
 			if err != nil && ctx.Err() == nil {
-				logger.Warn("purge expired idempotency keys", "err", err)
+				logger.Warn("purge expired idempotency keys", "err", err, "purged", n)
 			} else if n > 0 {
 				logger.Info("purged expired idempotency keys", "count", n)
 			}
+		}
+	}
+}
+
+// purgeBatch keeps each delete short, so it never holds locks for long.
+const purgeBatch = 5000
+
+// Purge deletes expired records in batches of batch until a batch comes back short:
+// however many expired since the last run, one run removes them all.
+func (s *Store) Purge(ctx context.Context, batch int, purged prometheus.Counter) (int64, error) {
+	var total int64
+	for {
+		n, err := s.DeleteExpired(ctx, batch)
+		total += n
+		purged.Add(float64(n))
+		if err != nil || n < int64(batch) {
+			return total, err
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestClaimLifecycle(t *testing.T) {
@@ -14,9 +16,12 @@ func TestClaimLifecycle(t *testing.T) {
 	ctx := context.Background()
 	tenant := stacktest.Name("tenant")
 	s := idempotency.New(pool, time.Hour)
-	fp, other := []byte("fp-1"), []byte("fp-2")
+	printOf := func(v string) idempotency.Print {
+		return idempotency.Print{Value: []byte(v), Matches: func(stored []byte) bool { return string(stored) == v }}
+	}
+	fp, other := printOf("fp-1"), printOf("fp-2")
 
-	claim := func(key string, fp []byte, lease time.Duration) (idempotency.Outcome, idempotency.Record) {
+	claim := func(key string, fp idempotency.Print, lease time.Duration) (idempotency.Outcome, idempotency.Record) {
 		t.Helper()
 		out, rec, err := s.Claim(ctx, tenant, key, fp, "wf-"+key, lease)
 		if err != nil {
@@ -46,13 +51,17 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _ := claim("dead", fp, time.Minute); out != idempotency.Claimed {
 		t.Fatalf("after the lease = %v", out)
 	}
-	// A released claim starts over at once.
-	claim("released", fp, time.Minute)
-	if err := s.Release(ctx, tenant, "released"); err != nil {
+	// An unlocked claim is taken over at once by the same request, under the
+	// workflow ID first claimed; another body is still refused.
+	claim("unlocked", fp, time.Minute)
+	if err := s.Unlock(ctx, tenant, "unlocked"); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := claim("released", fp, time.Minute); out != idempotency.Claimed {
-		t.Fatalf("after release = %v", out)
+	if out, _ := claim("unlocked", other, time.Minute); out != idempotency.Mismatch {
+		t.Fatalf("other body after unlock = %v, want Mismatch", out)
+	}
+	if out, rec, err := s.Claim(ctx, tenant, "unlocked", fp, "wf-other", time.Minute); err != nil || out != idempotency.Claimed || rec.WorkflowID != "wf-unlocked" {
+		t.Fatalf("after unlock = %v %+v %v", out, rec, err)
 	}
 
 	// An expired record is reclaimed, even with another body.
@@ -71,4 +80,35 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _, _ := s.Claim(ctx, tenant+"-b", "k", other, "wf-b", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("other tenant = %v", out)
 	}
+}
+
+// One purge run removes every expired record, however many: 10,000 is 50 seconds of
+// a tenant adding 200 keys a second, which a purge of 1,000 rows every 5 minutes
+// (3 rows/s) could never keep up with.
+func TestPurgeKeepsUpWithInserts(t *testing.T) {
+	pool := stacktest.Pool(t)
+	ctx := context.Background()
+	tenant := stacktest.Name("tenant")
+	const n = 10000
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO idempotency_keys (tenant, key, fingerprint, workflow_id, response_status, response_body, expires_at)
+		SELECT $1, 'k' || i, '\x01'::bytea, 'wf', 202, '{}'::bytea, now() - interval '1 second'
+		FROM generate_series(1, $2) AS i`, tenant, n); err != nil {
+		t.Fatal(err)
+	}
+	purged := prometheus.NewCounter(prometheus.CounterOpts{Name: "purged"})
+	began := time.Now()
+	got, err := idempotency.New(pool, time.Hour).Purge(ctx, 1000, purged)
+	took := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys WHERE tenant = $1`, tenant).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 || got < n || testutil.ToFloat64(purged) != float64(got) {
+		t.Fatalf("purge removed %d (metric %v), %d of the tenant's %d expired rows left", got, testutil.ToFloat64(purged), left, n)
+	}
+	t.Logf("purged %d rows in %s: %.0f rows/s against an insert rate of 200/s", got, took.Round(time.Millisecond), float64(got)/took.Seconds())
 }

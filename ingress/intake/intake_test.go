@@ -2,6 +2,8 @@ package intake
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -77,7 +79,8 @@ func TestFingerprintIgnoresFormatting(t *testing.T) {
 }
 
 func FuzzDecodeRequest(f *testing.F) {
-	for _, s := range []string{valid, `{}`, `null`, `[]`, `{"items":[{"quantity":1e400}]}`, strings.Repeat("{", 100), "\xff\xfe", `{"customer_id":"c","currency":"USD","items":[{"sku":"a","quantity":9223372036854775807,"unit_amount":2}],"payment_method":"p"}`} {
+	for _, s := range []string{valid, `{}`, `null`, `[]`, `{"items":[{"quantity":1e400}]}`, strings.Repeat("{", 100), "\xff\xfe", `{"customer_id":"c","currency":"USD","items":[{"sku":"a","quantity":9223372036854775807,"unit_amount":2}],"payment_method":"p"}`,
+		strings.Replace(valid, "cus_1", `cus\u0000`, 1), strings.Replace(valid, "sku-1", "sku-\xc3\x28", 1), strings.Replace(valid, "pm_card_visa", `pm_\ud800`, 1)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -102,4 +105,34 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("accepted order with amount %d", o.Amount)
 		}
 	})
+}
+
+// The stored fingerprint of a request must not change unless FingerprintVersion
+// does: idempotency rows outlive deploys.
+func TestFingerprintVector(t *testing.T) {
+	r, err := DecodeRequest([]byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "014c531489f7744306a1210d8197a3beccd437d307592865190413adc9e13f146b" // cross-checked with Python's hashlib
+	if got := hex.EncodeToString(Fingerprint(r)); got != want {
+		t.Fatalf("Fingerprint = %s, want %s", got, want)
+	}
+}
+
+// Rows written before the versioned fingerprint (version 0: a SHA-256 of the JSON of
+// the request struct) still match the same request, and only it.
+func TestSameRequestAcceptsVersion0(t *testing.T) {
+	r, err := DecodeRequest([]byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0 := sha256.Sum256([]byte(`{"customer_id":"cus_1","currency":"USD","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`))
+	if !SameRequest(v0[:], r) || !SameRequest(Fingerprint(r), r) {
+		t.Fatal("a stored fingerprint of the same request does not match")
+	}
+	r.Items[0].Quantity = 3
+	if SameRequest(v0[:], r) || SameRequest(Fingerprint(request(t, valid)), r) {
+		t.Fatal("another request matches")
+	}
 }

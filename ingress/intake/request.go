@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -199,12 +200,44 @@ func knownCurrency(c string) bool {
 	return false
 }
 
-// Fingerprint is a SHA-256 of the request in canonical form (validated, currency
-// upper-cased, fields in fixed order), so whitespace and key order do not matter.
+// FingerprintVersion is the first byte of every fingerprint Fingerprint makes, so a
+// stored fingerprint says how it was computed. Version 0 (32 bytes, no version byte)
+// was a SHA-256 of the request's Go struct as JSON, which a new optional field would
+// have changed.
+const FingerprintVersion = 1
+
+// Fingerprint identifies a request's content: the version byte, then a SHA-256 of its
+// canonical form: the validated fields (currency upper-cased) in a fixed order, each
+// length-prefixed. An optional field added later joins the canonical form only when
+// it is set, so a retry that spans the deploy keeps its fingerprint.
 func Fingerprint(r Request) []byte {
-	b, _ := json.Marshal(r) // a struct of strings and ints cannot fail
-	sum := sha256.Sum256(b)
-	return sum[:]
+	h := sha256.New()
+	field := func(name, v string) { fmt.Fprintf(h, "%d:%s=%d:%s;", len(name), name, len(v), v) }
+	field("customer_id", r.CustomerID)
+	field("currency", r.Currency)
+	field("items", strconv.Itoa(len(r.Items)))
+	for _, it := range r.Items {
+		field("sku", it.SKU)
+		field("quantity", strconv.FormatInt(it.Quantity, 10))
+		field("unit_amount", strconv.FormatInt(it.UnitAmount, 10))
+	}
+	field("payment_method", r.PaymentMethod)
+	return h.Sum([]byte{FingerprintVersion})
+}
+
+// SameRequest reports whether a stored fingerprint, of any version, is r's.
+func SameRequest(stored []byte, r Request) bool {
+	if len(stored) == sha256.Size { // version 0
+		b, _ := json.Marshal(struct {
+			CustomerID    string       `json:"customer_id"`
+			Currency      string       `json:"currency"`
+			Items         []order.Item `json:"items"`
+			PaymentMethod string       `json:"payment_method"`
+		}{r.CustomerID, r.Currency, r.Items, r.PaymentMethod})
+		sum := sha256.Sum256(b)
+		return bytes.Equal(stored, sum[:])
+	}
+	return bytes.Equal(stored, Fingerprint(r))
 }
 
 // Order builds the order a workflow will run.

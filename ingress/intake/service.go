@@ -14,14 +14,14 @@ import (
 	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
-// Source is the ingress a key comes from.
-type Source string
+// Source is the ingress a key comes from (see order.Source).
+type Source = order.Source
 
 const (
 	// FromHTTP: the key is an Idempotency-Key; its record keeps the response to replay.
-	FromHTTP Source = "http"
-	// FromEvent: the key is an event's eventId, deduplicated per consumer group.
-	FromEvent Source = "event"
+	FromHTTP = order.FromHTTP
+	// FromEvent: the key is an event's eventId, deduplicated per consumer group and tenant.
+	FromEvent = order.FromEvent
 )
 
 // Kind is what Place did.
@@ -56,15 +56,16 @@ type Outcome struct {
 
 // KeyStore is the idempotency_keys table.
 type KeyStore interface {
-	Claim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
+	Claim(ctx context.Context, tenant, key string, fp idempotency.Print, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
 	Complete(ctx context.Context, tenant, key string, status int, body []byte) error
-	Release(ctx context.Context, tenant, key string) error
+	Unlock(ctx context.Context, tenant, key string) error
+	Lookup(ctx context.Context, tenant, key string) (workflowID string, found bool, err error)
 }
 
 // EventLog is the processed_events table.
 type EventLog interface {
-	Processed(ctx context.Context, group, eventID string) (bool, error)
-	MarkProcessed(ctx context.Context, group, eventID, tenant, workflowID string) (bool, error)
+	Processed(ctx context.Context, group, tenant, eventID string) (bool, []byte, error)
+	MarkProcessed(ctx context.Context, group, tenant, eventID string, fingerprint []byte, workflowID string) (bool, []byte, error)
 }
 
 // OrderStore is the orders read model.
@@ -118,12 +119,12 @@ const startBudget = 10 * time.Second
 // Place turns a keyed request into at most one order. wait > 0 waits up to that long
 // for the order to settle (HTTP's Prefer: wait).
 func (s *Service) Place(ctx context.Context, tenant string, src Source, key string, req Request, wait time.Duration) Outcome {
-	o := req.Order(tenant, order.WorkflowID(tenant, key))
+	o := req.Order(tenant, order.WorkflowID(tenant, src, key))
 	switch src {
 	case FromHTTP:
 		return s.placeRequest(ctx, o, key, req, wait)
 	case FromEvent:
-		return s.placeEvent(ctx, o, key)
+		return s.placeEvent(ctx, o, key, req)
 	}
 	return unavailable("intake", fmt.Errorf("unknown source %q", src))
 }
@@ -133,9 +134,15 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 	defer cancel()
 
-	claim, rec, err := s.d.Keys.Claim(cctx, o.Tenant, key, Fingerprint(req), o.WorkflowID, lease)
+	fp := idempotency.Print{Value: Fingerprint(req), Matches: func(stored []byte) bool { return SameRequest(stored, req) }}
+	claim, rec, err := s.d.Keys.Claim(cctx, o.Tenant, key, fp, o.WorkflowID, lease)
 	if err != nil {
 		return unavailable("idempotency store", err)
+	}
+	if claim == idempotency.Claimed && rec.WorkflowID != o.WorkflowID {
+		// Taken over from a request that died: its workflow may exist, under the
+		// ID derived when the key was first claimed.
+		o = req.Order(o.Tenant, rec.WorkflowID)
 	}
 	out := Outcome{OrderID: order.IDFor(rec.WorkflowID)}
 	switch claim {
@@ -159,8 +166,10 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		view, err = s.d.Orders.Record(cctx, o)
 	}
 	if err != nil {
-		if rerr := s.d.Keys.Release(cctx, o.Tenant, key); rerr != nil {
-			s.d.Logger.WarnContext(ctx, "release idempotency key", "err", rerr)
+		// The start may have happened: the key keeps its fingerprint and only
+		// drops its lease, so a retry lands on the same workflow or gets 422.
+		if rerr := s.d.Keys.Unlock(cctx, o.Tenant, key); rerr != nil {
+			s.d.Logger.WarnContext(ctx, "unlock idempotency key", "err", rerr)
 		}
 		return unavailable("workflow start", err)
 	}
@@ -186,16 +195,21 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 	return out
 }
 
-func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string) Outcome {
+func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string, req Request) Outcome {
 	if s.d.Events == nil {
 		return unavailable("intake", errors.New("events are not taken here"))
 	}
 	out := Outcome{OrderID: o.ID, Kind: Replayed}
-	done, err := s.d.Events.Processed(ctx, s.d.Group, eventID)
+	// same: a row older than fingerprints (nil) counts as this event.
+	same := func(stored []byte) bool { return stored == nil || SameRequest(stored, req) }
+	done, stored, err := s.d.Events.Processed(ctx, s.d.Group, o.Tenant, eventID)
 	if err != nil {
 		return unavailable("event log", err)
 	}
 	if done {
+		if !same(stored) {
+			out.Kind = Mismatch
+		}
 		return out
 	}
 	began := time.Now()
@@ -203,13 +217,17 @@ func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string)
 		return unavailable("workflow start", err)
 	}
 	out.StartTook = time.Since(began)
-	inserted, err := s.d.Events.MarkProcessed(ctx, s.d.Group, eventID, o.Tenant, o.WorkflowID)
-	if err != nil {
+	inserted, stored, err := s.d.Events.MarkProcessed(ctx, s.d.Group, o.Tenant, eventID, Fingerprint(req), o.WorkflowID)
+	switch {
+	case err != nil:
 		return unavailable("event log", err)
-	}
-	if inserted {
+	case inserted:
 		out.Kind = Created
-	} // else a concurrent redelivery got here first
+	case !same(stored):
+		// A concurrent delivery with another order got here first; the start above
+		// found its workflow and changed nothing.
+		out.Kind = Mismatch
+	}
 	return out
 }
 
@@ -278,9 +296,30 @@ func (s *Service) Get(ctx context.Context, tenant, orderID string) (orderstore.V
 // ErrBadCursor is a list cursor this service did not issue.
 var ErrBadCursor = orderstore.ErrBadCursor
 
+// Filter narrows a list; IdempotencyKey or EventID finds the order a key made.
+type Filter struct {
+	orderstore.Filter
+	IdempotencyKey string
+	EventID        string
+}
+
 // List returns a page of the tenant's orders, newest first, and the next cursor.
-func (s *Service) List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error) {
-	views, next, err := s.d.Orders.List(ctx, tenant, f)
+func (s *Service) List(ctx context.Context, tenant string, f Filter) ([]orderstore.View, string, error) {
+	switch {
+	case f.EventID != "":
+		f.WorkflowID = order.WorkflowID(tenant, FromEvent, f.EventID)
+	case f.IdempotencyKey != "":
+		// The key's record knows its workflow even if the ID scheme changed since.
+		wf, found, err := s.d.Keys.Lookup(ctx, tenant, f.IdempotencyKey)
+		if err != nil {
+			return nil, "", &UnavailableError{What: "idempotency store", Err: err}
+		}
+		if !found {
+			wf = order.WorkflowID(tenant, FromHTTP, f.IdempotencyKey)
+		}
+		f.WorkflowID = wf
+	}
+	views, next, err := s.d.Orders.List(ctx, tenant, f.Filter)
 	if err != nil && !errors.Is(err, ErrBadCursor) {
 		err = &UnavailableError{What: "order list", Err: err}
 	}

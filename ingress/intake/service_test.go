@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,9 +32,10 @@ type fakeKey struct {
 	workflowID  string
 	status      int
 	body        []byte
+	locked      bool
 }
 
-func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp []byte, workflowID string, _ time.Duration) (idempotency.Outcome, idempotency.Record, error) {
+func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp idempotency.Print, workflowID string, _ time.Duration) (idempotency.Outcome, idempotency.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -42,13 +44,16 @@ func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp []byte, workf
 	r, ok := f.recs[tenant+"/"+key]
 	switch {
 	case !ok:
-		f.recs[tenant+"/"+key] = &fakeKey{fingerprint: fp, workflowID: workflowID}
+		f.recs[tenant+"/"+key] = &fakeKey{fingerprint: fp.Value, workflowID: workflowID, locked: true}
 		f.claimed++
 		return idempotency.Claimed, idempotency.Record{WorkflowID: workflowID}, nil
-	case !bytes.Equal(r.fingerprint, fp):
+	case !fp.Matches(r.fingerprint):
 		return idempotency.Mismatch, idempotency.Record{WorkflowID: r.workflowID}, nil
-	case r.status == 0:
+	case r.status == 0 && r.locked:
 		return idempotency.InFlight, idempotency.Record{WorkflowID: r.workflowID, RetryAfter: 3 * time.Second}, nil
+	case r.status == 0: // taken over
+		r.locked = true
+		return idempotency.Claimed, idempotency.Record{WorkflowID: r.workflowID}, nil
 	}
 	return idempotency.Replay, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
 }
@@ -61,27 +66,37 @@ func (f *fakeKeys) Complete(_ context.Context, tenant, key string, status int, b
 	return nil
 }
 
-func (f *fakeKeys) Release(_ context.Context, tenant, key string) error {
+func (f *fakeKeys) Unlock(_ context.Context, tenant, key string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r := f.recs[tenant+"/"+key]; r != nil && r.status == 0 {
-		delete(f.recs, tenant+"/"+key)
+		r.locked = false
 	}
 	return nil
 }
 
-type fakeEvents struct{ seen map[string]bool }
-
-func (f *fakeEvents) Processed(_ context.Context, group, id string) (bool, error) {
-	return f.seen[group+"/"+id], nil
+func (f *fakeKeys) Lookup(_ context.Context, tenant, key string) (string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.recs[tenant+"/"+key]; ok {
+		return r.workflowID, true, nil
+	}
+	return "", false, nil
 }
 
-func (f *fakeEvents) MarkProcessed(_ context.Context, group, id, _, _ string) (bool, error) {
-	if f.seen[group+"/"+id] {
-		return false, nil
+type fakeEvents struct{ seen map[string][]byte }
+
+func (f *fakeEvents) Processed(_ context.Context, group, tenant, id string) (bool, []byte, error) {
+	fp, ok := f.seen[group+"/"+tenant+"/"+id]
+	return ok, fp, nil
+}
+
+func (f *fakeEvents) MarkProcessed(_ context.Context, group, tenant, id string, fp []byte, _ string) (bool, []byte, error) {
+	if old, ok := f.seen[group+"/"+tenant+"/"+id]; ok {
+		return false, old, nil
 	}
-	f.seen[group+"/"+id] = true
-	return true, nil
+	f.seen[group+"/"+tenant+"/"+id] = fp
+	return true, fp, nil
 }
 
 type fakeOrders struct{ views map[string]orderstore.View }
@@ -140,7 +155,7 @@ type fixture struct {
 func newFixture() *fixture {
 	f := &fixture{
 		keys:   &fakeKeys{recs: map[string]*fakeKey{}},
-		events: &fakeEvents{seen: map[string]bool{}},
+		events: &fakeEvents{seen: map[string][]byte{}},
 		orders: &fakeOrders{views: map[string]orderstore.View{}},
 		flows:  &fakeWorkflows{started: map[string]int{}},
 	}
@@ -169,14 +184,14 @@ func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
 	if again.Kind != Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.OrderID != first.OrderID {
 		t.Fatalf("replay = %+v, want the first response", again)
 	}
-	if n := f.flows.started[order.WorkflowID("acme", "k1")]; n != 1 {
+	if n := f.flows.started[order.WorkflowID("acme", order.FromHTTP, "k1")]; n != 1 {
 		t.Fatalf("%d starts, want 1", n)
 	}
 }
 
 func TestPlaceHTTPMismatchAndInFlight(t *testing.T) {
 	f := newFixture()
-	f.keys.recs["acme/k1"] = &fakeKey{fingerprint: Fingerprint(request(t, valid)), workflowID: order.WorkflowID("acme", "k1")}
+	f.keys.recs["acme/k1"] = &fakeKey{fingerprint: Fingerprint(request(t, valid)), workflowID: order.WorkflowID("acme", order.FromHTTP, "k1"), locked: true}
 	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != InFlight || out.RetryAfter != 3*time.Second {
 		t.Fatalf("same body while the first runs = %+v, want InFlight after 3s", out)
 	}
@@ -189,7 +204,7 @@ func TestPlaceHTTPMismatchAndInFlight(t *testing.T) {
 	}
 }
 
-func TestPlaceHTTPUnavailableReleasesTheKey(t *testing.T) {
+func TestPlaceHTTPUnavailableKeepsTheFingerprint(t *testing.T) {
 	f := newFixture()
 	f.flows.startErr = errors.New("temporal down")
 	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
@@ -198,6 +213,12 @@ func TestPlaceHTTPUnavailableReleasesTheKey(t *testing.T) {
 		t.Fatalf("out = %+v, want Unavailable(workflow start)", out)
 	}
 	f.flows.startErr = nil
+	// The start may have happened: another body with the key is refused at once...
+	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch {
+		t.Fatalf("other body after a failed start = %+v, want Mismatch", out)
+	}
+	// ...and the same body takes the key over.
 	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != Created {
 		t.Fatalf("retry = %+v, want Created", out)
 	}
@@ -216,8 +237,22 @@ func TestPlaceEventDeduplicates(t *testing.T) {
 	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", req, 0); out.Kind != Replayed {
 		t.Fatalf("duplicate = %+v, want Replayed", out)
 	}
-	if n := f.flows.started[order.WorkflowID("acme", "e1")]; n != 1 {
+	if n := f.flows.started[order.WorkflowID("acme", order.FromEvent, "e1")]; n != 1 {
 		t.Fatalf("%d starts, want 1", n)
+	}
+	// Another tenant's event with the same eventId is another order.
+	if out := f.svc.Place(context.Background(), "other", FromEvent, "e1", req, 0); out.Kind != Created {
+		t.Fatalf("same eventId, other tenant = %+v, want Created", out)
+	}
+	// The same eventId with another order is not a duplicate.
+	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
+	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", other, 0); out.Kind != Mismatch {
+		t.Fatalf("reused eventId = %+v, want Mismatch", out)
+	}
+	// A row recorded before fingerprints counts as the same event.
+	f.events.seen["g/acme/legacy"] = nil
+	if out := f.svc.Place(context.Background(), "acme", FromEvent, "legacy", other, 0); out.Kind != Replayed {
+		t.Fatalf("legacy row = %+v, want Replayed", out)
 	}
 	noEvents := New(Deps{Keys: f.keys, Orders: f.orders, Workflows: f.flows})
 	if out := noEvents.Place(context.Background(), "acme", FromEvent, "e2", req, 0); out.Kind != Unavailable {
@@ -228,7 +263,7 @@ func TestPlaceEventDeduplicates(t *testing.T) {
 func TestCancel(t *testing.T) {
 	f := newFixture()
 	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
-	wf := order.WorkflowID("acme", "k1")
+	wf := order.WorkflowID("acme", order.FromHTTP, "k1")
 	setStatus := func(s order.Status) {
 		v := f.orders.views[out.OrderID]
 		v.Status = s

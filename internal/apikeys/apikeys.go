@@ -25,9 +25,9 @@ var ErrUnauthorized = errors.New("invalid API key")
 
 const prefix = "of_"
 
-// cacheTTL bounds how long a verified key is trusted without asking Postgres again,
-// and so how long a revocation takes to bite.
-const cacheTTL = 30 * time.Second
+// DefaultCacheTTL bounds how long a verified key is trusted without asking Postgres
+// again, and so how long a revocation takes to bite.
+const DefaultCacheTTL = 30 * time.Second
 
 type cached struct {
 	tenant  string
@@ -37,13 +37,15 @@ type cached struct {
 // Store keeps API keys in Postgres.
 type Store struct {
 	pool  *pgxpool.Pool
+	ttl   time.Duration
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]cached // by the key's hash: plaintext keys are never kept
 }
 
-// New returns a key store.
-func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, cache: map[[sha256.Size]byte]cached{}}
+// New returns a key store that trusts a verified key for cacheTTL: a revoked key is
+// refused within that time.
+func New(pool *pgxpool.Pool, cacheTTL time.Duration) *Store {
+	return &Store{pool: pool, ttl: cacheTTL, cache: map[[sha256.Size]byte]cached{}}
 }
 
 // Create issues a key for tenant and returns it; it cannot be shown again.
@@ -69,7 +71,7 @@ func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
 }
 
 // Tenant returns the tenant of a key, or ErrUnauthorized. The hash comparison is
-// constant-time; verified keys are cached for cacheTTL.
+// constant-time; verified keys are cached for the store's cache TTL.
 func (s *Store) Tenant(ctx context.Context, key string) (string, error) {
 	id, ok := keyID(key)
 	if !ok {
@@ -98,9 +100,55 @@ func (s *Store) Tenant(ctx context.Context, key string) (string, error) {
 	if len(s.cache) > 10000 {
 		clear(s.cache) // bounded: a flood of distinct valid keys cannot grow it
 	}
-	s.cache[sum] = cached{tenant: tenant, expires: time.Now().Add(cacheTTL)}
+	s.cache[sum] = cached{tenant: tenant, expires: time.Now().Add(s.ttl)}
 	s.mu.Unlock()
 	return tenant, nil
+}
+
+// Info is what can be shown of a key: never its secret.
+type Info struct {
+	Prefix    string // of_<id>, the part before the secret
+	Tenant    string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// List returns the tenant's keys, newest first.
+func (s *Store) List(ctx context.Context, tenant string) ([]Info, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, tenant, created_at, revoked_at FROM api_keys WHERE tenant = $1 ORDER BY created_at DESC, id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	defer rows.Close()
+	var out []Info
+	for rows.Next() {
+		var k Info
+		if err := rows.Scan(&k.Prefix, &k.Tenant, &k.CreatedAt, &k.RevokedAt); err != nil {
+			return nil, fmt.Errorf("list API keys: %w", err)
+		}
+		k.Prefix = prefix + k.Prefix
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// ErrNoSuchKey is a revoke of a key prefix that names no active key.
+var ErrNoSuchKey = errors.New("no active API key with this prefix")
+
+// Revoke revokes the key whose prefix (of_<id>, as List shows it) is given.
+func (s *Store) Revoke(ctx context.Context, keyPrefix string) error {
+	id, ok := strings.CutPrefix(keyPrefix, prefix)
+	if !ok || len(id) != 12 {
+		return fmt.Errorf("%q is not a key prefix (of_ and 12 hex digits, as `keys list` shows)", keyPrefix)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, id)
+	if err != nil {
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNoSuchKey
+	}
+	return nil
 }
 
 // keyID extracts the public id of "of_<12 hex>_<secret>".

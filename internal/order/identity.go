@@ -20,16 +20,33 @@ var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // and '_', at most 63 characters. It never holds ':' or '%', which WorkflowID relies on.
 func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
 
-// WorkflowID is order:{tenant}:{key}. Tenant names cannot hold ':' or '%'; in the key,
-// '%', ':' and anything outside visible ASCII are percent-encoded, so no key of one
-// tenant can produce another tenant's ID. Tenants and client keys only: no personal
-// data goes into IDs, which Temporal stores in plain text.
-func WorkflowID(tenant, key string) string {
+// Source is the ingress a client's key comes from. Each has its own ID space, so an
+// Idempotency-Key that equals an eventId of the same tenant is another order.
+type Source string
+
+const (
+	// FromHTTP: the key is an HTTP Idempotency-Key.
+	FromHTTP Source = "http"
+	// FromEvent: the key is an event's eventId.
+	FromEvent Source = "event"
+)
+
+// WorkflowID is order:{tenant}:{eventId} for an event and order:{tenant}:http:{key}
+// for an HTTP request. Tenant names cannot hold ':' or '%'; in the key, '%', ':' and
+// anything outside visible ASCII are percent-encoded, so no key of one tenant or
+// source can produce another's ID (the "http:" segment's colon is never escaped).
+// Events keep the scheme that predates sources, so a redelivery across an upgrade
+// finds its workflow. Tenants and client keys only: no personal data goes into IDs,
+// which Temporal stores in plain text.
+func WorkflowID(tenant string, src Source, key string) string {
 	var b strings.Builder
-	b.Grow(len("order:") + len(tenant) + 1 + len(key))
+	b.Grow(len("order:") + len(tenant) + len(":http:") + len(key))
 	b.WriteString("order:")
 	b.WriteString(tenant)
 	b.WriteByte(':')
+	if src != FromEvent {
+		b.WriteString("http:")
+	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if c == '%' || c == ':' || c < 0x21 || c > 0x7e {

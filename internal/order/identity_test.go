@@ -5,14 +5,20 @@ import "testing"
 // Test vectors (the order IDs cross-checked with Python's hashlib): these strings are stored in Postgres, Temporal and at the payment
 // provider. A change to any of them re-keys live orders, so it must be deliberate.
 func TestIdentityVectors(t *testing.T) {
-	tests := []struct{ tenant, key, workflowID, orderID, chargeKey string }{
-		{"acme", "k1", "order:acme:k1", "ord_ax2p5a3epiba4quculbc2zh2nb", "order:acme:k1/charge"},
-		{"acme", "a:b", "order:acme:a%3Ab", "ord_cj56vjpezkgyzuteafozn3n4nn", "order:acme:a%3Ab/charge"},
-		{"acme", "50%", "order:acme:50%25", "ord_yz5m4lbn3lzts4xq7yy2dbyzr2", "order:acme:50%25/charge"},
-		{"acme", "é", "order:acme:%C3%A9", "ord_37zzkdcsvlljzekhntfrjveziz", "order:acme:%C3%A9/charge"},
+	tests := []struct {
+		tenant                              string
+		src                                 Source
+		key, workflowID, orderID, chargeKey string
+	}{
+		{"acme", FromEvent, "k1", "order:acme:k1", "ord_ax2p5a3epiba4quculbc2zh2nb", "order:acme:k1/charge"},
+		{"acme", FromEvent, "a:b", "order:acme:a%3Ab", "ord_cj56vjpezkgyzuteafozn3n4nn", "order:acme:a%3Ab/charge"},
+		{"acme", FromEvent, "50%", "order:acme:50%25", "ord_yz5m4lbn3lzts4xq7yy2dbyzr2", "order:acme:50%25/charge"},
+		{"acme", FromEvent, "é", "order:acme:%C3%A9", "ord_37zzkdcsvlljzekhntfrjveziz", "order:acme:%C3%A9/charge"},
+		{"acme", FromHTTP, "k1", "order:acme:http:k1", "ord_ue6kfrsig3acwmbd3ceir34rmb", "order:acme:http:k1/charge"},
+		{"acme", FromHTTP, "http:k1", "order:acme:http:http%3Ak1", "ord_elk6wb7ijd35r2iq5ho46jkn2x", "order:acme:http:http%3Ak1/charge"},
 	}
 	for _, tt := range tests {
-		wf := WorkflowID(tt.tenant, tt.key)
+		wf := WorkflowID(tt.tenant, tt.src, tt.key)
 		if wf != tt.workflowID {
 			t.Errorf("WorkflowID(%q, %q) = %q, want %q", tt.tenant, tt.key, wf, tt.workflowID)
 		}
@@ -31,13 +37,17 @@ func TestWorkflowIDCannotCollideAcrossTenants(t *testing.T) {
 	if ValidTenant("a:b") || ValidTenant("a%b") {
 		t.Fatal("tenant names must not hold ':' or '%'")
 	}
-	if WorkflowID("a", "b:c") == "order:a:b:c" {
+	if WorkflowID("a", FromEvent, "b:c") == "order:a:b:c" {
 		t.Fatal("key ':' not escaped")
+	}
+	// No eventId of a tenant gives the workflow of one of its HTTP keys.
+	if WorkflowID("a", FromEvent, "http:k") == WorkflowID("a", FromHTTP, "k") {
+		t.Fatal("event and HTTP ID spaces overlap")
 	}
 }
 
 func TestDerivedIDsAreStableAndDistinct(t *testing.T) {
-	a, b := WorkflowID("acme", "k1"), WorkflowID("acme", "k2")
+	a, b := WorkflowID("acme", FromHTTP, "k1"), WorkflowID("acme", FromHTTP, "k2")
 	if IDFor(a) != IDFor(a) || EventID(a, "OrderPaid") != EventID(a, "OrderPaid") {
 		t.Fatal("derivations are not stable")
 	}

@@ -167,6 +167,7 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (View, error) {
 
 // Filter narrows a list; Cursor continues a previous page.
 type Filter struct {
+	WorkflowID string
 	CustomerID string
 	Status     order.Status
 	Limit      int
@@ -182,6 +183,10 @@ var ErrBadCursor = errors.New("invalid cursor")
 func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]View, string, error) {
 	q := `SELECT ` + columns + ` FROM orders WHERE tenant = $1`
 	args := []any{tenant}
+	if f.WorkflowID != "" {
+		args = append(args, f.WorkflowID)
+		q += fmt.Sprintf(" AND workflow_id = $%d", len(args))
+	}
 	if f.CustomerID != "" {
 		args = append(args, f.CustomerID)
 		q += fmt.Sprintf(" AND customer_id = $%d", len(args))
