@@ -152,7 +152,7 @@ func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 			worker := r.startWorker(t, nil)
 			r.startAPI(t)
 			key := stacktest.Name("k")
-			chargeKey := order.PaymentKey(order.WorkflowID(r.tenant, order.FromHTTP, key), "charge")
+			chargeKey := order.PaymentKey(order.WorkflowID(r.tenant, order.FromHTTP, key), "charge", 0)
 			r.order(t, key)
 			stacktest.Eventually(t, 30*time.Second, "the kill point", func() bool { return pt.at(r, chargeKey) })
 			worker.Kill(t)

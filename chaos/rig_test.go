@@ -72,7 +72,7 @@ func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
 		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
 		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "TASK_QUEUE": r.Queue,
-		"API_ADDR": r.apiAddr, "DRAIN_DELAY": "0s",
+		"API_ADDR": r.apiAddr, "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
 	})
 	waitHTTP(t, "http://"+r.apiAddr+"/healthz")
 	return p
@@ -183,15 +183,20 @@ func (r *rig) ledger(t *testing.T, fault string) {
 	}
 	r.mu.Unlock()
 	n := len(ids)
-	stacktest.Eventually(t, 3*time.Minute, fmt.Sprintf("%d orders to be paid", n), func() bool {
-		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == n
-	})
+	deadline := time.Now().Add(3 * time.Minute)
+	for r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) != n {
+		if time.Now().After(deadline) {
+			r.diagnose(t)
+			t.Fatalf("timed out after 3m waiting for %d orders to be paid", n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	orders := r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, r.tenant)
 	workflows, charges := 0, 0
 	for id := range ids {
 		stacktest.Eventually(t, 30*time.Second, "visibility of "+id, func() bool { return stacktest.Runs(t, r.Temporal, id) > 0 })
 		workflows += stacktest.Runs(t, r.Temporal, id)
-		c := len(r.Sim.Charges(order.PaymentKey(id, "charge")))
+		c := len(r.Sim.ChargesForOrder(order.IDFor(id)))
 		if c != 1 {
 			t.Errorf("%s: %d charges", id, c)
 		}
@@ -204,18 +209,79 @@ func (r *rig) ledger(t *testing.T, fault string) {
 		messages, distinct = r.events(t, n)
 		return distinct >= n
 	})
-	line := fmt.Sprintf("%-44s keys=%d orders=%d workflows=%d charges=%d events=%d distinct-eventIds=%d",
-		fault, n, orders, workflows, allCharges, messages, distinct)
+	balanced, pending := r.payments(t)
+	refunds := len(r.Sim.Refunds())
+	line := fmt.Sprintf("%-44s keys=%d orders=%d workflows=%d charges=%d refunds=%d events=%d distinct-eventIds=%d payments-net=amount:%d/%d pending-payments=%d",
+		fault, n, orders, workflows, allCharges, refunds, messages, distinct, balanced, orders, pending)
 	t.Log(line)
+	appendSummary(line)
+	if orders != n || workflows != n || charges != n || allCharges != n || distinct != n || refunds != 0 || balanced != orders || pending != 0 {
+		t.Fatalf("ledger does not balance: %s", line)
+	}
+}
+
+// diagnose logs where the orders and events stand when the ledger does not settle.
+func (r *rig) diagnose(t *testing.T) {
+	t.Helper()
+	rows, err := r.Pool.Query(context.Background(), `SELECT status, count(*) FROM orders WHERE tenant = $1 GROUP BY status`, r.tenant)
+	if err == nil {
+		for rows.Next() {
+			var st string
+			var n int
+			_ = rows.Scan(&st, &n)
+			t.Logf("orders %s: %d", st, n)
+		}
+		rows.Close()
+	}
+	t.Logf("processed events: %d; committed offsets: %d; worker /readyz: %d",
+		r.count(t, `SELECT count(*) FROM processed_events WHERE consumer_group = $1`, r.group), r.committed(t), status(t, "http://"+r.opsAddr+"/readyz"))
+}
+
+// appendSummary adds a line to the fault suite's summary file, if make test asked
+// for one.
+func appendSummary(line string) {
 	if path := os.Getenv("ORDERFLOW_CHAOS_SUMMARY"); path != "" {
 		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 			fmt.Fprintln(f, line)
 			f.Close()
 		}
 	}
-	if orders != n || workflows != n || charges != n || allCharges != n || distinct != n {
-		t.Fatalf("ledger does not balance: %s", line)
+}
+
+// payments reads the payments ledger of the tenant's orders: how many orders net
+// exactly what their status says (the amount when PAID; 0 when FAILED, CANCELLED
+// or PAYMENT_DECLINED), and how many payment rows are still pending.
+func (r *rig) payments(t *testing.T) (balanced, pending int) {
+	t.Helper()
+	rows, err := r.Pool.Query(context.Background(), `
+		SELECT o.status, o.amount,
+		       COALESCE(sum(CASE p.kind WHEN 'charge' THEN p.amount ELSE -p.amount END) FILTER (WHERE p.status = 'succeeded'), 0),
+		       count(p.*) FILTER (WHERE p.status = 'pending')
+		FROM orders o LEFT JOIN payments p ON p.order_id = o.id
+		WHERE o.tenant = $1 GROUP BY o.id, o.status, o.amount`, r.tenant)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var amount, net int64
+		var p int
+		if err := rows.Scan(&st, &amount, &net, &p); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if st == string(order.StatusPaid) {
+			want = amount
+		}
+		if net == want {
+			balanced++
+		} else {
+			t.Errorf("an order %s nets %d in the payments ledger, want %d", st, net, want)
+		}
+		pending += p
+	}
+	return balanced, pending
 }
 
 // events reads the events topic to its end and checks one eventId per (order, type);

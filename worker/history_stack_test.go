@@ -15,6 +15,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -22,7 +23,8 @@ import (
 // TestRealHistoriesReplay runs OrderWorkflow's main paths on the real server and
 // replays their histories against the current code. With
 // ORDERFLOW_RECORD_HISTORIES=1 it also writes them to workflows/testdata, where
-// workflows' replay test guards them without a server.
+// workflows' replay test guards them without a server. Histories of runs started
+// before a versioned change are kept there as v0_*.json.
 func TestRealHistoriesReplay(t *testing.T) {
 	h := newHarness(t)
 	h.StartWorker(t)
@@ -65,6 +67,23 @@ func TestRealHistoriesReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	histories["order_cancelled_after_payment"] = history(t, ctx, h.Temporal, id)
+
+	// The lookups of unknown outcomes: a saved 500 after the charge (found), and a
+	// saved 500 without one (not found, charged with the next key).
+	for name, faults := range map[string]sandbox.Faults{
+		"order_unknown_found_by_lookup":      {FailAfter: 1},
+		"order_unknown_charged_again":        {FailBefore: 1},
+		"order_credentials_refused_at_first": {UnauthorizedMS: 3000},
+	} {
+		h.Sim.SetFaults(faults)
+		id, in = h.placeOrder(name, "pm_card_visa")
+		var res workflows.OrderResult
+		if err := h.execute(t, ctx, id, in).Get(ctx, &res); err != nil || res.Status != order.StatusPaid {
+			t.Fatalf("%s: %+v, %v", name, res, err)
+		}
+		histories[name] = history(t, ctx, h.Temporal, id)
+	}
+	h.Sim.SetFaults(sandbox.Faults{})
 
 	replayer := sdkworker.NewWorkflowReplayer()
 	replayer.RegisterWorkflow(workflows.OrderWorkflow)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/activities"
@@ -20,6 +21,8 @@ type Options struct {
 	// StopTimeout is how long Stop waits for running activities before handing them
 	// back to Temporal. The SDK's default is 0 s, which abandons them at once.
 	StopTimeout time.Duration
+	// Interceptors wrap the worker's activities (the retry gauge).
+	Interceptors []interceptor.WorkerInterceptor
 }
 
 // Activities are the activity structs the worker runs.
@@ -35,6 +38,7 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 		MaxConcurrentActivityExecutionSize:     o.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: o.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                      o.StopTimeout,
+		Interceptors:                           o.Interceptors,
 	})
 	w.RegisterWorkflow(workflows.OrderWorkflow)
 	w.RegisterActivity(a.Orders)

@@ -23,10 +23,33 @@ const (
 // PlaceOrder is the input of OrderWorkflow.
 type PlaceOrder struct {
 	Order order.Order
+	Policy
+}
+
+// Policy is how the workflow treats time; both ingresses start workflows with the
+// same one.
+type Policy struct {
 	// CancelWindow keeps a paid order cancellable (with a refund) before it counts as
 	// fulfilled. Zero: fulfilled as soon as it is paid.
 	CancelWindow time.Duration
+	// LookupDelay is how long to wait after an unknown payment outcome before looking
+	// the payment up: the provider's search is eventually consistent, so a charge
+	// made a moment ago may not be found yet. Zero: DefaultLookupDelay.
+	LookupDelay time.Duration
 }
+
+// DefaultLookupDelay exceeds the time within which Stripe documents search results
+// to be current ("under a minute").
+const DefaultLookupDelay = time.Minute
+
+// credentialsRetry is the pause before sending a payment the provider refused for
+// credentials again (a rotated secret): nothing ran, the same key is safe.
+const credentialsRetry = 5 * time.Second
+
+// paymentsChange names the versioned change that brought fixed-length provider
+// keys, lookups of unknown outcomes and outage-proof steps. Runs started before it
+// replay the earlier path (version DefaultVersion).
+const paymentsChange = "payments-reconcile"
 
 // OrderResult is the order as the workflow sees it; the status query returns it too.
 type OrderResult struct {
@@ -38,6 +61,42 @@ type OrderResult struct {
 	Fulfilled bool
 }
 
+// activityContextsV1 are the steps' options since paymentsChange. Store and publish
+// steps retry until they succeed (capped backoff, no deadline): an outage of
+// Postgres or Kafka is a wait, never an outcome. The charge gets a few quick
+// attempts with the same key; past those its outcome is unknown and a lookup
+// decides. The lookup retries until the provider answers.
+func activityContextsV1(ctx workflow.Context) (store, pay, lookup, publish workflow.Context) {
+	forever := func(maxInterval time.Duration, nonRetryable ...string) *temporal.RetryPolicy {
+		return &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: maxInterval, NonRetryableErrorTypes: nonRetryable}
+	}
+	store = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         forever(30*time.Second, activities.ErrInvalidTransition),
+	})
+	pay = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 4,
+			NonRetryableErrorTypes: []string{activities.ErrCardDeclined, activities.ErrPaymentRejected,
+				activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized},
+		},
+	})
+	lookup = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         forever(30 * time.Second),
+	})
+	publish = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 15 * time.Second,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy:         forever(30 * time.Second),
+	})
+	return store, pay, lookup, publish
+}
+
+// activityContexts are the options of runs started before paymentsChange.
 func activityContexts(ctx workflow.Context) (store, pay, publish workflow.Context) {
 	store = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
@@ -81,7 +140,9 @@ type run struct {
 	res             OrderResult
 	cancelRequested bool
 	done            bool
+	version         workflow.Version
 	store, pay, pub workflow.Context
+	lookupCtx       workflow.Context
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -115,38 +176,29 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 }
 
 func (r *run) process(ctx workflow.Context) error {
+	r.version = workflow.GetVersion(ctx, paymentsChange, workflow.DefaultVersion, 1)
+	if r.version != workflow.DefaultVersion {
+		r.store, r.pay, r.lookupCtx, r.pub = activityContextsV1(ctx)
+	}
 	if err := workflow.ExecuteActivity(r.store, r.orders.RecordOrder, r.in.Order).Get(ctx, nil); err != nil {
 		return fmt.Errorf("record order: %w", err)
 	}
 	if r.cancelRequested {
 		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 	}
-
-	r.res.Status = order.StatusPaymentPending
-	var ch activities.ChargeResult
-	err := workflow.ExecuteActivity(r.pay, r.payments.Charge, activities.ChargeInput{
-		WorkflowID:    r.in.Order.WorkflowID,
-		OrderID:       r.in.Order.ID,
-		Amount:        r.in.Order.Amount,
-		Currency:      r.in.Order.Currency,
-		PaymentMethod: r.in.Order.PaymentMethod,
-	}).Get(ctx, &ch)
-	var appErr *temporal.ApplicationError
-	switch {
-	case errors.As(err, &appErr) && appErr.Type() == activities.ErrCardDeclined:
-		return r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
-	case err != nil:
-		// Either the provider refused the request or the outcome stayed unknown for
-		// the whole retry budget; nothing was confirmed charged.
-		return r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err))
+	if r.version == workflow.DefaultVersion {
+		if charged, err := r.chargeV0(ctx); !charged {
+			return err
+		}
+	} else if charged, err := r.charge(ctx); !charged {
+		return err
 	}
-	r.res.ChargeID = ch.ChargeID
 
 	if r.cancelRequested {
 		return r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled during payment")
 	}
 	if err := r.markPaid(ctx); err != nil {
-		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+		return err
 	}
 
 	if r.in.CancelWindow > 0 {
@@ -162,35 +214,192 @@ func (r *run) process(ctx workflow.Context) error {
 	return nil
 }
 
-// markPaid records PAID and publishes OrderPaid; a failure here comes after money
-// moved, so the caller compensates.
+// charge charges the order with the key of generation 0 and settles every unknown
+// outcome by looking the charge up, never by guessing: found, the order is charged;
+// not found after the provider's consistency window, it is charged again with the
+// next generation's key. It returns true once charged; otherwise it has ended the
+// order after a definite no (decline, refused request) or a cancel.
+func (r *run) charge(ctx workflow.Context) (bool, error) {
+	for gen := 0; ; {
+		r.res.Status = order.StatusPaymentPending
+		key := order.PaymentKey(r.in.Order.WorkflowID, "charge", gen)
+		var ch activities.ChargeResult
+		err := workflow.ExecuteActivity(r.pay, r.payments.Charge, activities.ChargeInput{
+			WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, Amount: r.in.Order.Amount,
+			Currency: r.in.Order.Currency, PaymentMethod: r.in.Order.PaymentMethod, Key: key,
+		}).Get(ctx, &ch)
+		switch errorType(err) {
+		case "":
+			r.res.ChargeID = ch.ChargeID
+			return true, nil
+		case activities.ErrCardDeclined:
+			return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+		case activities.ErrPaymentRejected:
+			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
+		case activities.ErrProviderUnauthorized:
+			if err := workflow.Sleep(ctx, credentialsRetry); err != nil {
+				return false, err
+			}
+			continue // nothing ran: the same key
+		}
+		found, err := r.lookup(ctx, "", key)
+		if err != nil {
+			return false, err
+		}
+		if found.Found {
+			r.res.ChargeID = found.ID
+			return true, nil
+		}
+		if r.cancelRequested {
+			return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the lookup found no charge")
+		}
+		gen++
+	}
+}
+
+// lookup asks the provider whether the order was charged (chargeID "") or its charge
+// refunded, after the provider's consistency window. A charge's order shows
+// PAYMENT_UNKNOWN meanwhile.
+func (r *run) lookup(ctx workflow.Context, chargeID, key string) (activities.LookupResult, error) {
+	var res activities.LookupResult
+	if chargeID == "" {
+		if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
+			return res, err
+		}
+	}
+	delay := r.in.LookupDelay
+	if delay <= 0 {
+		delay = DefaultLookupDelay
+	}
+	if err := workflow.Sleep(ctx, delay); err != nil {
+		return res, err
+	}
+	err := workflow.ExecuteActivity(r.lookupCtx, r.payments.Lookup, activities.LookupInput{
+		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key,
+	}).Get(ctx, &res)
+	if err != nil {
+		return res, fmt.Errorf("look up %s: %w", key, err)
+	}
+	return res, nil
+}
+
+// move records a status in the read model and in the workflow's own view.
+func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
+	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
+		OrderID: r.in.Order.ID, To: to, PaymentRef: paymentRef,
+	}).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record %s: %w", to, err)
+	}
+	r.res.Status = to
+	return nil
+}
+
+// errorType is the Temporal application error type of err ("" for nil, "unknown"
+// for anything else: timeouts, exhausted attempts, a lost worker).
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &appErr) && appErr.Type() != "":
+		return appErr.Type()
+	}
+	return "unknown"
+}
+
+// chargeV0 is the charge of runs started before paymentsChange.
+func (r *run) chargeV0(ctx workflow.Context) (bool, error) {
+	r.res.Status = order.StatusPaymentPending
+	var ch activities.ChargeResult
+	err := workflow.ExecuteActivity(r.pay, r.payments.Charge, activities.ChargeInput{
+		WorkflowID:    r.in.Order.WorkflowID,
+		OrderID:       r.in.Order.ID,
+		Amount:        r.in.Order.Amount,
+		Currency:      r.in.Order.Currency,
+		PaymentMethod: r.in.Order.PaymentMethod,
+	}).Get(ctx, &ch)
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr) && appErr.Type() == activities.ErrCardDeclined:
+		return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+	case err != nil:
+		// Either the provider refused the request or the outcome stayed unknown for
+		// the whole retry budget; nothing was confirmed charged.
+		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err))
+	}
+	r.res.ChargeID = ch.ChargeID
+	return true, nil
+}
+
+// markPaid records PAID and publishes OrderPaid. Recording PAID can only fail if
+// the order's state forbids it, after money moved: the order is refunded. Before
+// paymentsChange a failed publish refunded too; since, a publish retries until
+// Kafka takes it and the order stays PAID meanwhile.
 func (r *run) markPaid(ctx workflow.Context) error {
 	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: order.StatusPaid, PaymentRef: r.res.ChargeID,
 	}).Get(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("mark paid: %w", err)
+	if err == nil {
+		r.res.Status = order.StatusPaid
+		err = r.publish(ctx, activities.EventOrderPaid, "")
+		if err != nil && r.version != workflow.DefaultVersion {
+			return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
+		}
 	}
-	r.res.Status = order.StatusPaid
-	if err := r.publish(ctx, activities.EventOrderPaid, ""); err != nil {
-		return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
+	if err != nil {
+		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
 	}
 	return nil
 }
 
 // refundAndEnd is the compensation for a charge that must not stand.
 func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
-	var re activities.RefundResult
-	err := workflow.ExecuteActivity(r.pay, r.payments.Refund, activities.RefundInput{
-		WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, ChargeID: r.res.ChargeID,
-		Amount: r.in.Order.Amount, Currency: r.in.Order.Currency,
-	}).Get(ctx, &re)
+	refundID, err := r.refund(ctx)
 	if err != nil {
 		r.res.Failure = reason + "; refund failed: " + rootMessage(err)
 		return fmt.Errorf("refund charge %s: %w", r.res.ChargeID, err)
 	}
-	r.res.RefundID = re.RefundID
-	return r.end(ctx, to, event, reason+"; refunded "+re.RefundID)
+	r.res.RefundID = refundID
+	return r.end(ctx, to, event, reason+"; refunded "+refundID)
+}
+
+// refund refunds the order's charge in full. Since paymentsChange an unknown outcome
+// is looked up like a charge's: found, done; not found, the next generation's key.
+func (r *run) refund(ctx workflow.Context) (string, error) {
+	in := activities.RefundInput{
+		WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, ChargeID: r.res.ChargeID,
+		Amount: r.in.Order.Amount, Currency: r.in.Order.Currency,
+	}
+	for gen := 0; ; {
+		if r.version != workflow.DefaultVersion {
+			in.Key = order.PaymentKey(r.in.Order.WorkflowID, "refund", gen)
+		}
+		var re activities.RefundResult
+		err := workflow.ExecuteActivity(r.pay, r.payments.Refund, in).Get(ctx, &re)
+		kind := errorType(err)
+		switch {
+		case kind == "":
+			return re.RefundID, nil
+		case r.version == workflow.DefaultVersion:
+			return "", err
+		case kind == activities.ErrProviderUnauthorized:
+			if err := workflow.Sleep(ctx, credentialsRetry); err != nil {
+				return "", err
+			}
+			continue
+		}
+		found, lerr := r.lookup(ctx, r.res.ChargeID, in.Key)
+		switch {
+		case lerr != nil:
+			return "", lerr
+		case found.Found:
+			return found.ID, nil
+		case kind == activities.ErrPaymentRejected || kind == activities.ErrCardDeclined:
+			return "", err // a definite no, and no refund exists
+		}
+		gen++
+	}
 }
 
 // end records a final status and publishes its event.

@@ -58,7 +58,7 @@ func newEnv(t *testing.T) *env {
 		TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
 		f:                       &fakes{},
 		orders:                  activities.NewOrders(nil),
-		payments:                activities.NewPayments(nil, nil),
+		payments:                activities.NewPayments(nil, nil, activities.PaymentMetrics{}),
 		events:                  activities.NewEvents(nil),
 	}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWorkflowID})
@@ -93,25 +93,27 @@ func (e *env) execute(in PlaceOrder) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.refunds = append(f.refunds, in)
-			return activities.RefundResult{Key: order.PaymentKey(in.WorkflowID, "refund"), RefundID: "re_1"}, nil
+			return activities.RefundResult{Key: in.Key, RefundID: "re_1"}, nil
 		}).Maybe()
 	e.ExecuteWorkflow(OrderWorkflow, in)
 }
 
-// onCharge answers each charge attempt with results[attempt-1] (the last one repeats).
+// onCharge answers the n-th charge call, over attempts and generations, with
+// results[n-1] (the last one repeats).
 func (e *env) onCharge(results ...error) {
 	f := e.f
 	e.OnActivity(e.payments.Charge, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.ChargeInput) (activities.ChargeResult, error) {
 			attempt := activity.GetInfo(ctx).Attempt
 			f.mu.Lock()
-			f.chargeKeys = append(f.chargeKeys, order.PaymentKey(in.WorkflowID, "charge"))
+			f.chargeKeys = append(f.chargeKeys, in.Key)
 			f.attempts = append(f.attempts, attempt)
+			n := len(f.chargeKeys)
 			f.mu.Unlock()
-			if err := results[min(int(attempt), len(results))-1]; err != nil {
+			if err := results[min(n, len(results))-1]; err != nil {
 				return activities.ChargeResult{}, err
 			}
-			return activities.ChargeResult{Key: order.PaymentKey(in.WorkflowID, "charge"), ChargeID: "ch_1"}, nil
+			return activities.ChargeResult{Key: in.Key, ChargeID: "ch_1"}, nil
 		})
 }
 
@@ -199,7 +201,7 @@ func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
 	if len(e.f.chargeKeys) != 3 {
 		t.Fatalf("charge attempts = %d, want 3", len(e.f.chargeKeys))
 	}
-	want := testWorkflowID + "/charge"
+	want := order.PaymentKey(testWorkflowID, "charge", 0)
 	for i, k := range e.f.chargeKeys {
 		if k != want {
 			t.Fatalf("attempt %d (#%d) used key %q, want %q", i+1, e.f.attempts[i], k, want)
@@ -210,24 +212,140 @@ func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
 	}
 }
 
+// Marking the order PAID is refused (its state forbids it) after money moved: the
+// charge is refunded and the order ends FAILED.
 func TestFailureAfterChargeRefunds(t *testing.T) {
 	e := newEnv(t)
 	e.onCharge(nil)
-	// Publishing OrderPaid fails for good.
-	e.OnActivity(e.events.Publish, mock.Anything, mock.MatchedBy(func(ev activities.Event) bool {
-		return ev.Type == activities.EventOrderPaid
-	})).Return(temporal.NewNonRetryableApplicationError("topic gone", "Fatal", nil))
+	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
+		return tr.To == order.StatusPaid
+	})).Return(temporal.NewNonRetryableApplicationError("cannot go to PAID", activities.ErrInvalidTransition, nil))
 	e.execute(placeOrder())
 	res := e.result(t)
 	if res.Status != order.StatusFailed || res.RefundID != "re_1" {
 		t.Fatalf("result = %+v, want FAILED with refund re_1", res)
 	}
-	if len(e.f.refunds) != 1 || e.f.refunds[0].ChargeID != "ch_1" || e.f.refunds[0].Amount != 2598 {
+	if len(e.f.refunds) != 1 || e.f.refunds[0].ChargeID != "ch_1" || e.f.refunds[0].Amount != 2598 ||
+		e.f.refunds[0].Key != order.PaymentKey(testWorkflowID, "refund", 0) {
 		t.Fatalf("refunds = %+v", e.f.refunds)
 	}
 	last := e.f.transitions[len(e.f.transitions)-1]
 	if last.To != order.StatusFailed || last.Failure == "" {
 		t.Fatalf("last transition = %+v", last)
+	}
+}
+
+// Kafka down: the publish of OrderPaid is retried, the order stays PAID and is never
+// refunded. (The test environment gives up after 10 attempts; the chaos suite keeps
+// Kafka down for longer than the old publish budget.)
+func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	failures := 0
+	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(func(ctx context.Context, ev activities.Event) error {
+		e.f.mu.Lock()
+		defer e.f.mu.Unlock()
+		if failures < 9 {
+			failures++
+			return errors.New("kafka: leader not available")
+		}
+		e.f.published = append(e.f.published, ev)
+		return nil
+	})
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusPaid || len(e.f.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderPaid}) {
+		t.Fatalf("result %+v, refunds %d, events %v after %d failures: want PAID, none, OrderPaid", res, len(e.f.refunds), e.f.eventTypes(), failures)
+	}
+}
+
+// onLookup answers lookups with found (or not), recording them.
+func (e *env) onLookup(found ...bool) *[]activities.LookupInput {
+	var asked []activities.LookupInput
+	e.OnActivity(e.payments.Lookup, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.LookupInput) (activities.LookupResult, error) {
+			e.f.mu.Lock()
+			defer e.f.mu.Unlock()
+			asked = append(asked, in)
+			if found[min(len(asked), len(found))-1] {
+				return activities.LookupResult{Found: true, ID: "ch_found"}, nil
+			}
+			return activities.LookupResult{}, nil
+		})
+	return &asked
+}
+
+func (e *env) statuses() []order.Status {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	var out []order.Status
+	for _, tr := range e.f.transitions {
+		out = append(out, tr.To)
+	}
+	return out
+}
+
+// A saved 5xx: the same key can never tell, so the order goes PAYMENT_UNKNOWN, waits
+// the lookup delay and looks the charge up. Found: PAID with that charge, no second
+// charge.
+func TestUnknownOutcomeFoundByLookup(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(temporal.NewNonRetryableApplicationError("500 replayed", activities.ErrPaymentUnknown, nil))
+	asked := e.onLookup(true)
+	in := placeOrder()
+	in.LookupDelay = 90 * time.Second
+	e.execute(in)
+	res := e.result(t)
+	if res.Status != order.StatusPaid || res.ChargeID != "ch_found" || len(e.f.chargeKeys) != 1 || len(*asked) != 1 {
+		t.Fatalf("result %+v after %d charges and %d lookups: want PAID with ch_found, 1 and 1", res, len(e.f.chargeKeys), len(*asked))
+	}
+	if got := e.statuses(); len(got) != 2 || got[0] != order.StatusPaymentUnknown || got[1] != order.StatusPaid {
+		t.Fatalf("transitions = %v, want PAYMENT_UNKNOWN then PAID", got)
+	}
+	if (*asked)[0].Key != order.PaymentKey(testWorkflowID, "charge", 0) || (*asked)[0].ChargeID != "" {
+		t.Fatalf("lookup = %+v", (*asked)[0])
+	}
+	if e.Now().Sub(time.Time{}) < 0 { // the environment's clock moved by the delay
+		t.Fatal("unreachable")
+	}
+}
+
+// Not found after the window: charged again with the next generation's key; every
+// attempt used a fixed-length key, and attempts never count as generations.
+func TestUnknownOutcomeNotFoundChargesWithTheNextKey(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(errors.New("timeout"), errors.New("timeout"), errors.New("timeout"), errors.New("timeout"), nil)
+	e.onLookup(false)
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusPaid || res.ChargeID != "ch_1" {
+		t.Fatalf("result = %+v, keys %v, transitions %v", res, e.f.chargeKeys, e.statuses())
+	}
+	k0, k1 := order.PaymentKey(testWorkflowID, "charge", 0), order.PaymentKey(testWorkflowID, "charge", 1)
+	want := []string{k0, k0, k0, k0, k1}
+	if !equal(e.f.chargeKeys, want) {
+		t.Fatalf("keys = %v, want 4 attempts of generation 0 then generation 1", e.f.chargeKeys)
+	}
+}
+
+// Refused credentials: nothing ran at the provider, so the same key is sent again
+// after a pause, without a lookup; a definite refusal fails the order at once.
+func TestCredentialsAreRetriedAndRefusalsAreFinal(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(temporal.NewNonRetryableApplicationError("401", activities.ErrProviderUnauthorized, nil), nil)
+	asked := e.onLookup(false)
+	e.execute(placeOrder())
+	if res := e.result(t); res.Status != order.StatusPaid || len(*asked) != 0 ||
+		!equal(e.f.chargeKeys, []string{order.PaymentKey(testWorkflowID, "charge", 0), order.PaymentKey(testWorkflowID, "charge", 0)}) {
+		t.Fatalf("after a 401: %+v, keys %v, %d lookups", res, e.f.chargeKeys, len(*asked))
+	}
+
+	e = newEnv(t)
+	e.onCharge(temporal.NewNonRetryableApplicationError("400", activities.ErrPaymentRejected, nil))
+	asked = e.onLookup(false)
+	e.execute(placeOrder())
+	if res := e.result(t); res.Status != order.StatusFailed || len(*asked) != 0 || len(e.f.refunds) != 0 {
+		t.Fatalf("after a refusal: %+v, %d lookups, %d refunds", res, len(*asked), len(e.f.refunds))
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/workflows"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
 		Intake: intake.New(intake.Deps{
 			Keys: idem, Orders: orderstore.New(base.Pool), Logger: logger,
-			Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, c.CancelWindow),
+			Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
 		}),
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 	})

@@ -84,7 +84,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	b.procEnv = map[string]string{
 		"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": env["TEMPORAL_NAMESPACE"],
 		"KAFKA_BROKERS": env["KAFKA_BROKERS"], "TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
-		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s",
+		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": "2s",
 		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc),
 	}
 	if err := b.start("paysim", map[string]string{"PAYSIM_ADDR": simAddr}, b.simURL+"/healthz"); err != nil {

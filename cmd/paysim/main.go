@@ -35,11 +35,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	e := config.New(getenv)
 	addr := e.String("PAYSIM_ADDR", ":8099")
 	logger := telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
-	faults := sandbox.Faults{
-		LatencyMS:  e.Int("PAYSIM_LATENCY_MS", 0),
-		FailBefore: e.Int("PAYSIM_FAIL_BEFORE", 0),
-		FailAfter:  e.Int("PAYSIM_FAIL_AFTER", 0),
-		DropAfter:  e.Int("PAYSIM_DROP_AFTER", 0),
+	opts := sandbox.Options{
+		Faults: sandbox.Faults{
+			LatencyMS:  e.Int("PAYSIM_LATENCY_MS", 0),
+			FailBefore: e.Int("PAYSIM_FAIL_BEFORE", 0),
+			FailAfter:  e.Int("PAYSIM_FAIL_AFTER", 0),
+			DropAfter:  e.Int("PAYSIM_DROP_AFTER", 0),
+		},
+		KeyTTL:      e.Duration("PAYSIM_KEY_TTL", 24*time.Hour),
+		SearchDelay: e.Duration("PAYSIM_SEARCH_DELAY", time.Second),
 	}
 	if err := e.Err(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -48,7 +52,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: sandbox.New(logger, faults).Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: sandbox.New(logger, opts).Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("payment sandbox listening", "addr", ln.Addr().String())

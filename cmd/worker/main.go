@@ -24,6 +24,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 func main() {
@@ -51,13 +52,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer base.Close() // after worker.Run's ordered stop
 	reg := telemetry.NewRegistry()
+	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.KafkaBrokers, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.KafkaBrokers, c.DLQTopic)
 	reader := kafkaclient.NewGroupReader(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
 	in := intake.New(intake.Deps{
 		Events:    idempotency.NewEvents(base.Pool),
 		Orders:    orderstore.New(base.Pool),
-		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, c.CancelWindow),
+		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
 		Group:     c.Consumer.Group,
 		Logger:    logger,
 	})
@@ -68,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Temporal: base.Temporal,
 		Activities: worker.Activities{
 			Orders:   activities.NewOrders(base.Pool),
-			Payments: activities.NewPayments(base.Pool, provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout)),
+			Payments: activities.NewPayments(base.Pool, provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout), activities.NewPaymentMetrics(reg)),
 			Events:   activities.NewEvents(events),
 		},
 		Consumer: cons,

@@ -355,7 +355,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		return paid == len(ids)
 	})
 	for _, id := range ids {
-		key := order.PaymentKey(order.WorkflowID(p.tenant, order.FromEvent, id), "charge")
+		key := order.PaymentKey(order.WorkflowID(p.tenant, order.FromEvent, id), "charge", 0)
 		if n := len(p.Sim.Charges(key)); n != 1 {
 			t.Fatalf("event %s: %d charges", id, n)
 		}

@@ -207,7 +207,7 @@ func TestConcurrentPostsWithOneKeyMakeOneOrder(t *testing.T) {
 		t.Fatalf("idempotency rows = %d", c)
 	}
 	h.waitStatus(t, tenant, wantID, order.StatusPaid)
-	if c := len(h.Sim.Charges(order.PaymentKey(order.WorkflowID(tenant, order.FromHTTP, key), "charge"))); c != 1 {
+	if c := len(h.Sim.ChargesForOrder(order.IDFor(order.WorkflowID(tenant, order.FromHTTP, key)))); c != 1 {
 		t.Fatalf("charges = %d", c)
 	}
 	if c := len(h.Sim.Charges("")); c != 1 {

@@ -175,3 +175,19 @@ func TestRevokedKeyIsRefusedWithinTheCacheTTL(t *testing.T) {
 		t.Fatalf("the other tenant's key: %d", r.status)
 	}
 }
+
+// The longest Idempotency-Key the API takes, full of the characters that triple in
+// the workflow ID, is charged once and PAID: the provider's key is of fixed length.
+func TestLongestKeyIsPaid(t *testing.T) {
+	h := newAPI(t, 0)
+	tenant, key := h.tenants[0], strings.Repeat(":%", 127)+"k"
+	r := h.post(t, tenant, key, body, nil)
+	if r.status != 202 || len(key) != 255 {
+		t.Fatalf("POST with a %d-character key: %d %s", len(key), r.status, r.body)
+	}
+	id := r.order(t).ID
+	h.waitStatus(t, tenant, id, order.StatusPaid)
+	if n := len(h.Sim.ChargesForOrder(id)); n != 1 {
+		t.Fatalf("charges = %d, want 1", n)
+	}
+}

@@ -145,11 +145,13 @@ func (s *Store) Lookup(ctx context.Context, tenant, key string) (string, bool, e
 	return cur.WorkflowID, found, err
 }
 
-// Complete stores the response of a claimed key.
-func (s *Store) Complete(ctx context.Context, tenant, key string, status int, body []byte) error {
+// Complete stores the response of a claimed key. A non-nil fingerprint replaces the
+// claim's: the key is bound to the request that made the order it answers with.
+func (s *Store) Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE idempotency_keys SET response_status = $3, response_body = $4, locked_until = NULL
-		WHERE tenant = $1 AND key = $2`, tenant, key, status, body)
+		UPDATE idempotency_keys SET response_status = $3, response_body = $4, locked_until = NULL,
+		       fingerprint = COALESCE($5, fingerprint)
+		WHERE tenant = $1 AND key = $2`, tenant, key, status, body, fingerprint)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}

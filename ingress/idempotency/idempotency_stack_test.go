@@ -38,7 +38,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _ := claim("k", other, time.Minute); out != idempotency.Mismatch {
 		t.Fatalf("other body = %v", out)
 	}
-	if err := s.Complete(ctx, tenant, "k", 202, []byte(`{"id":"x"}`)); err != nil {
+	if err := s.Complete(ctx, tenant, "k", nil, 202, []byte(`{"id":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if out, rec := claim("k", fp, time.Minute); out != idempotency.Replay || rec.Status != 202 || string(rec.Body) != `{"id":"x"}` || rec.WorkflowID != "wf-k" {
@@ -69,7 +69,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _, _ := short.Claim(ctx, tenant, "old", fp, "wf-old", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("claim = %v", out)
 	}
-	if err := short.Complete(ctx, tenant, "old", 202, []byte(`{}`)); err != nil {
+	if err := short.Complete(ctx, tenant, "old", nil, 202, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -200,29 +199,14 @@ func knownCurrency(c string) bool {
 	return false
 }
 
-// FingerprintVersion is the first byte of every fingerprint Fingerprint makes, so a
-// stored fingerprint says how it was computed. Version 0 (32 bytes, no version byte)
-// was a SHA-256 of the request's Go struct as JSON, which a new optional field would
-// have changed.
-const FingerprintVersion = 1
+// FingerprintVersion is the version byte of Fingerprint (see order.Fingerprint).
+// Version 0 (32 bytes, no version byte) was a SHA-256 of the request's Go struct as
+// JSON, which a new optional field would have changed.
+const FingerprintVersion = order.FingerprintVersion
 
-// Fingerprint identifies a request's content: the version byte, then a SHA-256 of its
-// canonical form: the validated fields (currency upper-cased) in a fixed order, each
-// length-prefixed. An optional field added later joins the canonical form only when
-// it is set, so a retry that spans the deploy keeps its fingerprint.
+// Fingerprint identifies a request's content, as order.Fingerprint.
 func Fingerprint(r Request) []byte {
-	h := sha256.New()
-	field := func(name, v string) { fmt.Fprintf(h, "%d:%s=%d:%s;", len(name), name, len(v), v) }
-	field("customer_id", r.CustomerID)
-	field("currency", r.Currency)
-	field("items", strconv.Itoa(len(r.Items)))
-	for _, it := range r.Items {
-		field("sku", it.SKU)
-		field("quantity", strconv.FormatInt(it.Quantity, 10))
-		field("unit_amount", strconv.FormatInt(it.UnitAmount, 10))
-	}
-	field("payment_method", r.PaymentMethod)
-	return h.Sum([]byte{FingerprintVersion})
+	return order.Fingerprint(r.CustomerID, r.Currency, r.Items, r.PaymentMethod)
 }
 
 // SameRequest reports whether a stored fingerprint, of any version, is r's.

@@ -57,7 +57,7 @@ type Outcome struct {
 // KeyStore is the idempotency_keys table.
 type KeyStore interface {
 	Claim(ctx context.Context, tenant, key string, fp idempotency.Print, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
-	Complete(ctx context.Context, tenant, key string, status int, body []byte) error
+	Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error
 	Unlock(ctx context.Context, tenant, key string) error
 	Lookup(ctx context.Context, tenant, key string) (workflowID string, found bool, err error)
 }
@@ -72,6 +72,7 @@ type EventLog interface {
 type OrderStore interface {
 	Record(ctx context.Context, o order.Order) (orderstore.View, error)
 	Get(ctx context.Context, tenant, id string) (orderstore.View, error)
+	GetByWorkflow(ctx context.Context, tenant, workflowID string) (orderstore.View, error)
 	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
 }
 
@@ -144,6 +145,13 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		// ID derived when the key was first claimed.
 		o = req.Order(o.Tenant, rec.WorkflowID)
 	}
+	if claim == idempotency.Claimed {
+		// Postgres outlives Temporal's retention and the key's record: an order that
+		// exists answers, and no workflow starts again for it.
+		if done, ok := s.existing(cctx, o, key, req); ok {
+			return done
+		}
+	}
 	out := Outcome{OrderID: order.IDFor(rec.WorkflowID)}
 	switch claim {
 	case idempotency.Replay:
@@ -187,12 +195,33 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		}
 	}
 	out.Body, _ = json.Marshal(view)
-	if err := s.d.Keys.Complete(cctx, o.Tenant, key, out.Status, out.Body); err != nil {
+	if err := s.d.Keys.Complete(cctx, o.Tenant, key, nil, out.Status, out.Body); err != nil {
 		// Not the client's problem: a retry re-claims after the lease and finds the
 		// same workflow.
 		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
 	}
 	return out
+}
+
+// existing answers a claimed key whose order is already in Postgres: a request
+// resent after its key's record expired (and perhaps after Temporal deleted the
+// workflow). The same request gets the order as it stands; another body with the key
+// gets Mismatch, and the key is bound again to the order's own request. ok is false
+// when there is no such order (or Postgres cannot say), and the start goes on.
+func (s *Service) existing(ctx context.Context, o order.Order, key string, req Request) (Outcome, bool) {
+	view, err := s.d.Orders.GetByWorkflow(ctx, o.Tenant, o.WorkflowID)
+	if err != nil {
+		return Outcome{}, false
+	}
+	body, _ := json.Marshal(view)
+	res := Outcome{Kind: Replayed, OrderID: view.ID, Status: http.StatusAccepted, Body: body}
+	if view.Fingerprint != nil && !SameRequest(view.Fingerprint, req) {
+		res = Outcome{Kind: Mismatch, OrderID: view.ID}
+	}
+	if err := s.d.Keys.Complete(ctx, o.Tenant, key, view.Fingerprint, http.StatusAccepted, body); err != nil {
+		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
+	}
+	return res, true
 }
 
 func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string, req Request) Outcome {

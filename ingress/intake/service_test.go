@@ -58,11 +58,14 @@ func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp idempotency.P
 	return idempotency.Replay, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
 }
 
-func (f *fakeKeys) Complete(_ context.Context, tenant, key string, status int, body []byte) error {
+func (f *fakeKeys) Complete(_ context.Context, tenant, key string, fp []byte, status int, body []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.recs[tenant+"/"+key]
 	r.status, r.body = status, body
+	if fp != nil {
+		r.fingerprint = fp
+	}
 	return nil
 }
 
@@ -105,9 +108,18 @@ func (f *fakeOrders) Record(_ context.Context, o order.Order) (orderstore.View, 
 	if v, ok := f.views[o.ID]; ok {
 		return v, nil
 	}
-	v := orderstore.View{ID: o.ID, Status: order.StatusPending, Amount: o.Amount, WorkflowID: o.WorkflowID}
+	v := orderstore.View{ID: o.ID, Status: order.StatusPending, Amount: o.Amount, WorkflowID: o.WorkflowID, Fingerprint: o.Fingerprint()}
 	f.views[o.ID] = v
 	return v, nil
+}
+
+func (f *fakeOrders) GetByWorkflow(_ context.Context, _ string, workflowID string) (orderstore.View, error) {
+	for _, v := range f.views {
+		if v.WorkflowID == workflowID {
+			return v, nil
+		}
+	}
+	return orderstore.View{}, orderstore.ErrNotFound
 }
 
 func (f *fakeOrders) Get(_ context.Context, _ string, id string) (orderstore.View, error) {
@@ -225,6 +237,31 @@ func TestPlaceHTTPUnavailableKeepsTheFingerprint(t *testing.T) {
 	f.keys.err = errors.New("postgres down")
 	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k2", request(t, valid), 0); out.Kind != Unavailable {
 		t.Fatalf("claim failure = %+v, want Unavailable", out)
+	}
+}
+
+// The key's record expired and was purged, and Temporal deleted the workflow: the
+// order in Postgres answers a resent request, no workflow starts again, and another
+// body with the key is refused.
+func TestPlaceHTTPAfterTheKeyExpiredAnswersFromPostgres(t *testing.T) {
+	f := newFixture()
+	first := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	delete(f.keys.recs, "acme/k1") // purged
+	f.flows.started = map[string]int{}
+	again := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	if again.Kind != Replayed || again.OrderID != first.OrderID || len(f.flows.started) != 0 {
+		t.Fatalf("resent after expiry = %+v, %d starts; want the same order, no start", again, len(f.flows.started))
+	}
+	delete(f.keys.recs, "acme/k1")
+	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch || len(f.flows.started) != 0 {
+		t.Fatalf("another body after expiry = %+v, want Mismatch", out)
+	}
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch {
+		t.Fatalf("again = %+v: the key must stay bound to the order's request", out)
+	}
+	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != Replayed {
+		t.Fatalf("the original request = %+v, want Replayed", out)
 	}
 }
 

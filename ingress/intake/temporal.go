@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -19,16 +18,16 @@ import (
 // duplicate start lands on the existing workflow, running or closed, and the
 // workflow's cancel update.
 type Temporal struct {
-	c            client.Client
-	taskQueue    string
-	cancelWindow time.Duration
+	c         client.Client
+	taskQueue string
+	policy    workflows.Policy
 }
 
 var _ Workflows = (*Temporal)(nil)
 
-// NewTemporal returns the workflows of the task queue.
-func NewTemporal(c client.Client, taskQueue string, cancelWindow time.Duration) *Temporal {
-	return &Temporal{c: c, taskQueue: taskQueue, cancelWindow: cancelWindow}
+// NewTemporal returns the workflows of the task queue, started with policy.
+func NewTemporal(c client.Client, taskQueue string, policy workflows.Policy) *Temporal {
+	return &Temporal{c: c, taskQueue: taskQueue, policy: policy}
 }
 
 // Start starts (or finds) the order's workflow and returns its run.
@@ -41,7 +40,7 @@ func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
 		// ...and so does a closed one: its ID can never start a second run.
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: false,
-	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, CancelWindow: t.cancelWindow})
+	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, Policy: t.policy})
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -70,10 +71,47 @@ func EventID(workflowID, eventType string) string {
 }
 
 // PaymentKey is the idempotency key sent to the payment provider for one operation
-// ("charge", "refund") of one order: derived from the business identity, never from
-// the attempt or run.
-func PaymentKey(workflowID, op string) string {
+// ("charge", "refund") of one order: derived from the business identity and a
+// generation (0, then 1, 2... only for a deliberate new attempt after a lookup found
+// that the previous key charged nothing), never from the attempt or run. It is 52
+// characters whatever the client's key, well under the provider's 255.
+func PaymentKey(workflowID, op string, generation int) string {
+	return "ofpay_" + lower(digest("payment", workflowID, op, strconv.Itoa(generation)))[:46]
+}
+
+// LegacyPaymentKey is the key of workflows started before PaymentKey: it carries the
+// workflow ID, so a long client key made it longer than the provider accepts.
+func LegacyPaymentKey(workflowID, op string) string {
 	return workflowID + "/" + op
+}
+
+// Fingerprint identifies an order's content: a version byte (1), then a SHA-256 of
+// the canonical request: customer_id, currency, the item count and each item's
+// sku, quantity, unit_amount, then payment_method, each as
+// len(name):name=len(value):value;. A field added later joins only when set, so a
+// fingerprint stays stable across deploys.
+func Fingerprint(customerID, currency string, items []Item, paymentMethod string) []byte {
+	h := sha256.New()
+	field := func(name, v string) { fmt.Fprintf(h, "%d:%s=%d:%s;", len(name), name, len(v), v) }
+	field("customer_id", customerID)
+	field("currency", currency)
+	field("items", strconv.Itoa(len(items)))
+	for _, it := range items {
+		field("sku", it.SKU)
+		field("quantity", strconv.FormatInt(it.Quantity, 10))
+		field("unit_amount", strconv.FormatInt(it.UnitAmount, 10))
+	}
+	field("payment_method", paymentMethod)
+	return h.Sum([]byte{FingerprintVersion})
+}
+
+// FingerprintVersion is the first byte of every Fingerprint, so a stored one says
+// how it was made.
+const FingerprintVersion = 1
+
+// Fingerprint of the order's content.
+func (o Order) Fingerprint() []byte {
+	return Fingerprint(o.CustomerID, o.Currency, o.Items, o.PaymentMethod)
 }
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -1,6 +1,9 @@
 package order
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Test vectors (the order IDs cross-checked with Python's hashlib): these strings are stored in Postgres, Temporal and at the payment
 // provider. A change to any of them re-keys live orders, so it must be deliberate.
@@ -10,12 +13,12 @@ func TestIdentityVectors(t *testing.T) {
 		src                                 Source
 		key, workflowID, orderID, chargeKey string
 	}{
-		{"acme", FromEvent, "k1", "order:acme:k1", "ord_ax2p5a3epiba4quculbc2zh2nb", "order:acme:k1/charge"},
-		{"acme", FromEvent, "a:b", "order:acme:a%3Ab", "ord_cj56vjpezkgyzuteafozn3n4nn", "order:acme:a%3Ab/charge"},
-		{"acme", FromEvent, "50%", "order:acme:50%25", "ord_yz5m4lbn3lzts4xq7yy2dbyzr2", "order:acme:50%25/charge"},
-		{"acme", FromEvent, "é", "order:acme:%C3%A9", "ord_37zzkdcsvlljzekhntfrjveziz", "order:acme:%C3%A9/charge"},
-		{"acme", FromHTTP, "k1", "order:acme:http:k1", "ord_ue6kfrsig3acwmbd3ceir34rmb", "order:acme:http:k1/charge"},
-		{"acme", FromHTTP, "http:k1", "order:acme:http:http%3Ak1", "ord_elk6wb7ijd35r2iq5ho46jkn2x", "order:acme:http:http%3Ak1/charge"},
+		{"acme", FromEvent, "k1", "order:acme:k1", "ord_ax2p5a3epiba4quculbc2zh2nb", "ofpay_hfhld4jztk54flvdhpqnfcys765pm3lw6qbwt234jae3ts"},
+		{"acme", FromEvent, "a:b", "order:acme:a%3Ab", "ord_cj56vjpezkgyzuteafozn3n4nn", "ofpay_s6sv3ntwih2s4sgkumff2t3kzbygn5tjotqj5ledb3qh4g"},
+		{"acme", FromEvent, "50%", "order:acme:50%25", "ord_yz5m4lbn3lzts4xq7yy2dbyzr2", "ofpay_5rkpseh7wt3ormtngtf5as65rdgku5fn2556zdiikl6fyd"},
+		{"acme", FromEvent, "é", "order:acme:%C3%A9", "ord_37zzkdcsvlljzekhntfrjveziz", "ofpay_og6htewow3db25vpunm4wx3kzqav6dl4xxtgzlw2ad6dro"},
+		{"acme", FromHTTP, "k1", "order:acme:http:k1", "ord_ue6kfrsig3acwmbd3ceir34rmb", "ofpay_yvgvylsrua2aq2i6boaj77gopa4cvalubycirrpmvaozan"},
+		{"acme", FromHTTP, "http:k1", "order:acme:http:http%3Ak1", "ord_elk6wb7ijd35r2iq5ho46jkn2x", "ofpay_2pzrla4pbned7qiblgkftiqwn5rpbjzgcm2kjjf5radsxu"},
 	}
 	for _, tt := range tests {
 		wf := WorkflowID(tt.tenant, tt.src, tt.key)
@@ -25,7 +28,7 @@ func TestIdentityVectors(t *testing.T) {
 		if got := IDFor(wf); got != tt.orderID {
 			t.Errorf("IDFor(%q) = %q, want %q", wf, got, tt.orderID)
 		}
-		if got := PaymentKey(wf, "charge"); got != tt.chargeKey {
+		if got := PaymentKey(wf, "charge", 0); got != tt.chargeKey || len(got) != 52 {
 			t.Errorf("PaymentKey(%q) = %q, want %q", wf, got, tt.chargeKey)
 		}
 	}
@@ -43,6 +46,25 @@ func TestWorkflowIDCannotCollideAcrossTenants(t *testing.T) {
 	// No eventId of a tenant gives the workflow of one of its HTTP keys.
 	if WorkflowID("a", FromEvent, "http:k") == WorkflowID("a", FromHTTP, "k") {
 		t.Fatal("event and HTTP ID spaces overlap")
+	}
+}
+
+func TestPaymentKeysAreFixedLengthAndDistinct(t *testing.T) {
+	long := WorkflowID("acme", FromHTTP, strings.Repeat(":%", 127)+"k")
+	keys := map[string]bool{}
+	for _, wf := range []string{WorkflowID("acme", FromHTTP, "k"), long} {
+		for _, op := range []string{"charge", "refund"} {
+			for gen := range 3 {
+				k := PaymentKey(wf, op, gen)
+				if len(k) != 52 || keys[k] {
+					t.Fatalf("PaymentKey(%d-char ID, %s, %d) = %q: want 52 characters, never repeated", len(wf), op, gen, k)
+				}
+				keys[k] = true
+			}
+		}
+	}
+	if len(LegacyPaymentKey(long, "charge")) <= 255 {
+		t.Fatal("the legacy key of the longest client key fits: the test no longer shows why PaymentKey exists")
 	}
 }
 

@@ -6,6 +6,7 @@ type Status string
 const (
 	StatusPending         Status = "PENDING"
 	StatusPaymentPending  Status = "PAYMENT_PENDING" // a charge was sent; its outcome is not known yet
+	StatusPaymentUnknown  Status = "PAYMENT_UNKNOWN" // the charge's answer was lost; being reconciled by lookup
 	StatusPaid            Status = "PAID"
 	StatusPaymentDeclined Status = "PAYMENT_DECLINED"
 	StatusCancelled       Status = "CANCELLED"
@@ -13,14 +14,17 @@ const (
 )
 
 // Statuses lists every status, in the order of the state machine.
-var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
+var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
 
 // transitions is the order's state machine: the statuses each status may move to.
 // Every status change of an order, in the workflow and in the store, is checked
 // against it; a terminal status has no way out.
 var transitions = map[Status][]Status{
 	StatusPending:        {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
-	StatusPaymentPending: {StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	StatusPaymentPending: {StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	// Reconciled: found charged (PAID), or found not charged and charged again with
+	// the next key (PAYMENT_PENDING); never FAILED on a guess.
+	StatusPaymentUnknown: {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
 	StatusPaid:           {StatusCancelled, StatusFailed}, // both refund first
 }
 

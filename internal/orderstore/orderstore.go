@@ -37,6 +37,9 @@ type View struct {
 	CreatedAt  time.Time    `json:"created_at"`
 	UpdatedAt  time.Time    `json:"updated_at"`
 	WorkflowID string       `json:"-"` // internal: not shown to clients
+	// Fingerprint is the request's (order.Fingerprint); nil for orders recorded
+	// before fingerprints.
+	Fingerprint []byte `json:"-"`
 }
 
 // DB is what the store runs statements on: a pool, or a transaction that must
@@ -97,8 +100,8 @@ func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef
 }
 
 const insertSQL = `
-	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 	ON CONFLICT (id) DO NOTHING`
 
 func insertArgs(o order.Order) ([]any, error) {
@@ -106,7 +109,7 @@ func insertArgs(o order.Order) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode items: %w", err)
 	}
-	return []any{o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending}, nil
+	return []any{o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending, o.Fingerprint()}, nil
 }
 
 // Insert records the order as PENDING; inserting it again is a no-op.
@@ -138,12 +141,12 @@ func (s *Store) Record(ctx context.Context, o order.Order) (View, error) {
 	return v, nil
 }
 
-const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), created_at, updated_at, workflow_id`
+const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), created_at, updated_at, workflow_id, fingerprint`
 
 func scan(row pgx.Row) (View, error) {
 	var v View
 	var items []byte
-	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.WorkflowID)
+	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint)
 	if err != nil {
 		return v, err
 	}
@@ -155,14 +158,24 @@ func scan(row pgx.Row) (View, error) {
 
 // Get returns one of the tenant's orders; another tenant's order is ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (View, error) {
-	v, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND id = $2`, tenant, id))
+	return s.getBy(ctx, "id", tenant, id)
+}
+
+// GetByWorkflow returns the tenant's order of a workflow ID.
+func (s *Store) GetByWorkflow(ctx context.Context, tenant, workflowID string) (View, error) {
+	return s.getBy(ctx, "workflow_id", tenant, workflowID)
+}
+
+// getBy reads the tenant's order whose column (a unique one, named by the code) is v.
+func (s *Store) getBy(ctx context.Context, column, tenant, v string) (View, error) {
+	view, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND `+column+` = $2`, tenant, v))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return v, ErrNotFound
+		return view, ErrNotFound
 	}
 	if err != nil {
-		return v, fmt.Errorf("get order %s: %w", id, err)
+		return view, fmt.Errorf("get order by %s %s: %w", column, v, err)
 	}
-	return v, nil
+	return view, nil
 }
 
 // Filter narrows a list; Cursor continues a previous page.

@@ -36,6 +36,9 @@ type Error struct {
 	Type       string `json:"type"`
 	Code       string `json:"code"`
 	Message    string `json:"message"`
+	// Replayed: the provider answered with the saved response of the key's first
+	// request (Idempotent-Replayed: true); the same key will always get it.
+	Replayed bool `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -45,11 +48,24 @@ func (e *Error) Error() string {
 // Declined reports a card decline: a business outcome, never worth retrying.
 func (e *Error) Declined() bool { return e.StatusCode == http.StatusPaymentRequired }
 
-// Retryable reports answers that a retry with the same key may turn into success:
-// a concurrent request with the key (409), rate limiting and server errors.
-func (e *Error) Retryable() bool {
-	return e.StatusCode == http.StatusConflict || e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+// Unauthorized reports refused credentials (a rotated or wrong secret): nothing ran,
+// and the same request may succeed once the credentials are fixed.
+func (e *Error) Unauthorized() bool {
+	return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden
 }
+
+// Retryable reports answers that a retry with the same key may turn into success:
+// a concurrent request with the key (409), rate limiting and server errors that are
+// not a saved answer being replayed.
+func (e *Error) Retryable() bool {
+	return e.StatusCode == http.StatusConflict || e.StatusCode == http.StatusTooManyRequests ||
+		(e.StatusCode >= 500 && !e.Replayed)
+}
+
+// Unknown reports a saved server error: the provider began the request and will
+// replay its 5xx to every retry of the key, so whether it charged can only be found
+// by looking the charge up.
+func (e *Error) Unknown() bool { return e.StatusCode >= 500 && e.Replayed }
 
 // Client calls the provider. Network errors and timeouts come back as plain errors.
 type Client struct {
@@ -88,38 +104,67 @@ func (c *Client) Refund(ctx context.Context, key, chargeID string, amount int64)
 	return re, err
 }
 
+// SearchCharges returns the charges whose metadata order_id is orderID, by the
+// provider's search, which is eventually consistent: a charge made a moment ago may
+// not be found yet.
+func (c *Client) SearchCharges(ctx context.Context, orderID string) ([]Charge, error) {
+	var page struct{ Data []Charge }
+	q := url.Values{"query": {"metadata['order_id']:'" + orderID + "'"}}
+	err := c.do(ctx, http.MethodGet, "/v1/charges/search?"+q.Encode(), "", nil, &page)
+	return page.Data, err
+}
+
+// ListRefunds returns the refunds of a charge.
+func (c *Client) ListRefunds(ctx context.Context, chargeID string) ([]Refund, error) {
+	var page struct{ Data []Refund }
+	err := c.do(ctx, http.MethodGet, "/v1/refunds?"+url.Values{"charge": {chargeID}}.Encode(), "", nil, &page)
+	return page.Data, err
+}
+
 func (c *Client) post(ctx context.Context, path, key string, form url.Values, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	return c.do(ctx, http.MethodPost, path, key, form, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path, key string, form url.Values, out any) error {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Idempotency-Key", key)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("POST %s: read response: %w", path, err)
+		return fmt.Errorf("%s %s: read response: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		perr := &Error{StatusCode: resp.StatusCode}
+		perr := &Error{StatusCode: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 		var envelope struct {
 			Error *Error `json:"error"`
 		}
 		envelope.Error = perr
-		if json.Unmarshal(body, &envelope) != nil || perr.Message == "" {
-			perr.Message = strings.TrimSpace(string(body[:min(len(body), 200)]))
+		if json.Unmarshal(raw, &envelope) != nil || perr.Message == "" {
+			perr.Message = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
 		}
 		return perr
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("POST %s: decode response: %w", path, err)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
 	}
 	return nil
 }

@@ -1,8 +1,12 @@
 // Package sandbox is a payment provider SANDBOX for development and tests: a Stripe-like
-// HTTP API that honours idempotency keys the way a real provider does, declines by
-// card token, and injects the faults that cause double charges elsewhere (latency,
-// 5xx, and "charge, then fail the response"). It keeps its ledger in memory and lists
-// it, so a test can count the charges made for a key.
+// HTTP API that is at least as strict as Stripe API v1 about idempotency. The first
+// request with a key whose execution began has its status and body saved, 5xx
+// included, and every later request with the key gets that saved answer (Stripe's
+// "Idempotent requests"); keys are pruned after KeyTTL (Stripe: 24 hours) and may
+// be at most 255 characters. Charges are searchable by metadata['order_id'] only
+// after SearchDelay, like Stripe's eventually consistent search. It declines by card
+// token and injects the faults that make outcomes unknown (see Faults). It keeps its
+// ledger in memory and lists it, so a test can count charges per key and per order.
 package sandbox
 
 import (
@@ -36,13 +40,30 @@ type Faults struct {
 	LatencyMS int `json:"latency_ms"`
 	// Slow limits LatencyMS to the next N requests; 0 delays every request.
 	Slow int `json:"slow"`
-	// FailBefore answers the next N charge/refund requests 500 without doing anything.
+	// FailBefore answers the next N charge/refund requests 500 without charging; the
+	// endpoint had begun, so the 500 is saved and replayed to every retry of the key.
 	FailBefore int `json:"fail_before"`
-	// FailAfter makes the next N charges, then answers 500 (the stored result is the
-	// success, so a retry with the same key gets it).
+	// FailAfter makes the next N charges, then answers 500, and saves the 500: every
+	// retry of the key gets it, although the card was charged.
 	FailAfter int `json:"fail_after"`
-	// DropAfter makes the next N charges, then drops the connection unanswered.
+	// DropAfter makes the next N charges, saves the success, and drops the connection
+	// unanswered.
 	DropAfter int `json:"drop_after"`
+	// Unavailable answers the next N requests 503 before the endpoint runs (a proxy
+	// in front of it): nothing is saved, and a retry with the key runs anew.
+	Unavailable int `json:"unavailable"`
+	// UnauthorizedMS answers every request 401 for this long after the faults are set
+	// (a rotated secret): nothing is saved.
+	UnauthorizedMS int `json:"unauthorized_ms"`
+}
+
+// Options configure a sandbox.
+type Options struct {
+	Faults Faults
+	// KeyTTL is how long a key's saved answer is kept; 0 means 24 hours.
+	KeyTTL time.Duration
+	// SearchDelay is how long a new charge stays invisible to search.
+	SearchDelay time.Duration
 }
 
 // Charge is the sandbox's charge object; IdempotencyKey is a sandbox extension that
@@ -59,6 +80,7 @@ type Charge struct {
 	Created        int64             `json:"created"`
 	Metadata       map[string]string `json:"metadata"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	createdMS      int64
 }
 
 // Refund is the sandbox's refund object.
@@ -74,27 +96,35 @@ type Refund struct {
 
 // stored is the saved result of the first request with an idempotency key.
 type stored struct {
-	params string
-	done   bool
-	status int
-	body   []byte
+	params  string
+	done    bool
+	status  int
+	body    []byte
+	created time.Time
 }
 
 // Server is the sandbox.
 type Server struct {
-	logger  *slog.Logger
-	mu      sync.Mutex
-	keys    map[string]*stored
-	charges []*Charge
-	refunds []*Refund
-	faults  Faults
+	logger       *slog.Logger
+	opts         Options
+	mu           sync.Mutex
+	keys         map[string]*stored
+	charges      []*Charge
+	refunds      []*Refund
+	faults       Faults
+	unauthorized time.Time // 401 until then
 	// requests counts POSTs per idempotency key, answered or not.
 	requests map[string]int
 }
 
-// New returns a sandbox with the given initial faults.
-func New(logger *slog.Logger, faults Faults) *Server {
-	return &Server{logger: logger, keys: map[string]*stored{}, faults: faults, requests: map[string]int{}}
+// New returns a sandbox.
+func New(logger *slog.Logger, o Options) *Server {
+	if o.KeyTTL <= 0 {
+		o.KeyTTL = 24 * time.Hour
+	}
+	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}}
+	s.SetFaults(o.Faults)
+	return s
 }
 
 // Handler returns the sandbox's routes.
@@ -103,6 +133,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/charges", s.createCharge)
 	mux.HandleFunc("POST /v1/refunds", s.createRefund)
 	mux.HandleFunc("GET /v1/charges", s.listCharges)
+	mux.HandleFunc("GET /v1/charges/search", s.searchCharges)
 	mux.HandleFunc("GET /v1/refunds", s.listRefunds)
 	mux.HandleFunc("GET /sandbox/faults", s.getFaults)
 	mux.HandleFunc("PUT /sandbox/faults", s.putFaults)
@@ -117,6 +148,39 @@ func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = f
+	s.unauthorized = time.Now().Add(time.Duration(f.UnauthorizedMS) * time.Millisecond)
+}
+
+// Prune forgets every saved answer, as the provider does after its key TTL.
+func (s *Server) Prune() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.keys)
+}
+
+// Refunds returns every refund made.
+func (s *Server) Refunds() []Refund {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Refund, 0, len(s.refunds))
+	for _, re := range s.refunds {
+		out = append(out, *re)
+	}
+	return out
+}
+
+// ChargesForOrder returns the charges made for an order (metadata order_id), at once:
+// the test's view, not the eventually consistent search.
+func (s *Server) ChargesForOrder(orderID string) []Charge {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Charge
+	for _, c := range s.charges {
+		if c.Metadata["order_id"] == orderID {
+			out = append(out, *c)
+		}
+	}
+	return out
 }
 
 // Requests returns how many requests arrived with an idempotency key.
@@ -160,6 +224,27 @@ const (
 	dropConnection
 )
 
+// gate answers what is refused before the endpoint runs (nothing is saved): wrong
+// credentials, and a proxy's 503.
+func (s *Server) gate(w http.ResponseWriter) bool {
+	s.mu.Lock()
+	unauthorized := time.Now().Before(s.unauthorized)
+	unavailable := !unauthorized && s.faults.Unavailable > 0
+	if unavailable {
+		s.faults.Unavailable--
+	}
+	s.mu.Unlock()
+	switch {
+	case unauthorized:
+		writeError(w, http.StatusUnauthorized, "invalid_request_error", "api_key_expired", "Invalid API Key provided.")
+		return false
+	case unavailable:
+		writeError(w, http.StatusServiceUnavailable, "api_error", "sandbox_fault", "service unavailable (not saved)")
+		return false
+	}
+	return true
+}
+
 // takeFaults consumes the faults that apply to one request.
 func (s *Server) takeFaults(isCharge bool) (latency time.Duration, before bool, after failure) {
 	s.mu.Lock()
@@ -185,9 +270,13 @@ func (s *Server) takeFaults(isCharge bool) (latency time.Duration, before bool, 
 	return latency, false, noFault
 }
 
-// idempotent runs op at most once per Idempotency-Key and replays its stored answer.
-// Same key with other parameters: 400; same key while the first is running: 409.
+// idempotent runs op at most once per Idempotency-Key and replays its saved answer,
+// whatever it was, until the key is pruned. Same key with other parameters: 400;
+// same key while the first is running: 409.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params string, isCharge bool, op func(key string) (int, any)) {
+	if !s.gate(w) {
+		return
+	}
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 255 {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "idempotency_key_too_long", "Idempotency-Key is longer than 255 characters")
@@ -199,6 +288,10 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 		s.mu.Lock()
 		s.requests[key]++
 		rec = s.keys[key]
+		if rec != nil && rec.done && time.Since(rec.created) > s.opts.KeyTTL {
+			delete(s.keys, key) // pruned: the key is new again
+			rec = nil
+		}
 		switch {
 		case rec != nil && rec.params != params:
 			s.mu.Unlock()
@@ -216,14 +309,14 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 			writeRaw(w, rec.status, rec.body)
 			return
 		}
-		rec = &stored{params: params}
+		rec = &stored{params: params, created: time.Now()}
 		s.keys[key] = rec
 		s.mu.Unlock()
 	}
 
 	latency, failBefore, after := s.takeFaults(isCharge)
 	if failBefore {
-		s.forget(key)
+		s.save(rec, http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure before processing"))
 		writeError(w, http.StatusInternalServerError, "api_error", "sandbox_fault", "injected failure before processing")
 		return
 	}
@@ -232,19 +325,15 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 	time.Sleep(latency)
 
 	status, v := op(key)
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":{"type":"api_error","message":"encode"}}`)
+	if after == failResponse {
+		// Stripe saves what it answered, a 500 included.
+		status, v = http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure after processing")
 	}
-	if rec != nil {
-		s.mu.Lock()
-		rec.done, rec.status, rec.body = true, status, body
-		s.mu.Unlock()
-	}
+	body := s.save(rec, status, v)
 	switch after {
 	case failResponse:
-		s.logger.Info("sandbox fault: processed, answering 500", "path", r.URL.Path)
-		writeError(w, http.StatusInternalServerError, "api_error", "sandbox_fault", "injected failure after processing")
+		s.logger.Info("sandbox fault: processed, answering (and saving) 500", "path", r.URL.Path)
+		writeRaw(w, status, body)
 	case dropConnection:
 		s.logger.Info("sandbox fault: processed, dropping the connection", "path", r.URL.Path)
 		if hj, ok := w.(http.Hijacker); ok {
@@ -259,13 +348,18 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 	}
 }
 
-func (s *Server) forget(key string) {
-	if key == "" {
-		return
+// save records the answer of a request whose execution began.
+func (s *Server) save(rec *stored, status int, v any) []byte {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":{"type":"api_error","message":"encode"}}`)
 	}
-	s.mu.Lock()
-	delete(s.keys, key)
-	s.mu.Unlock()
+	if rec != nil {
+		s.mu.Lock()
+		rec.done, rec.status, rec.body = true, status, body
+		s.mu.Unlock()
+	}
+	return body
 }
 
 func (s *Server) createCharge(w http.ResponseWriter, r *http.Request) {
@@ -296,7 +390,7 @@ func (s *Server) createCharge(w http.ResponseWriter, r *http.Request) {
 		}
 		c := &Charge{
 			ID: newID("ch"), Object: "charge", Amount: amount, Currency: currency,
-			Status: "succeeded", Paid: true, Created: time.Now().Unix(),
+			Status: "succeeded", Paid: true, Created: time.Now().Unix(), createdMS: time.Now().UnixMilli(),
 			Metadata: map[string]string{"order_id": orderID}, IdempotencyKey: key,
 		}
 		s.mu.Lock()
@@ -350,12 +444,37 @@ func (s *Server) listCharges(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": nonNil(s.Charges(r.URL.Query().Get("idempotency_key"))), "has_more": false})
 }
 
+// searchCharges answers GET /v1/charges/search?query=metadata['order_id']:'ID' with
+// the charges created at least SearchDelay ago, like Stripe's search.
+func (s *Server) searchCharges(w http.ResponseWriter, r *http.Request) {
+	if !s.gate(w) {
+		return
+	}
+	q := r.URL.Query().Get("query")
+	orderID, ok := strings.CutPrefix(q, "metadata['order_id']:'")
+	if orderID, ok = strings.CutSuffix(orderID, "'"); !ok || orderID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "the sandbox searches by metadata['order_id']:'ID' only")
+		return
+	}
+	visible := time.Now().Add(-s.opts.SearchDelay)
+	out := []Charge{}
+	for _, c := range s.ChargesForOrder(orderID) {
+		if !time.UnixMilli(c.createdMS).After(visible) {
+			out = append(out, c)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "search_result", "data": out, "has_more": false})
+}
+
 func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
-	key := r.URL.Query().Get("idempotency_key")
+	if !s.gate(w) {
+		return
+	}
+	key, charge := r.URL.Query().Get("idempotency_key"), r.URL.Query().Get("charge")
 	s.mu.Lock()
 	out := []Refund{}
 	for _, re := range s.refunds {
-		if key == "" || re.IdempotencyKey == key {
+		if (key == "" || re.IdempotencyKey == key) && (charge == "" || re.Charge == charge) {
 			out = append(out, *re)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 func newSandbox(t *testing.T) (*sandbox.Server, *provider.Client) {
 	t.Helper()
-	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Faults{})
+	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{SearchDelay: 100 * time.Millisecond})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
 	return sim, provider.New(srv.URL, "sk_test", 2*time.Second)
@@ -58,13 +59,22 @@ func TestDecline(t *testing.T) {
 	}
 }
 
-func TestChargeThenFailResponse(t *testing.T) {
+// Like Stripe, the sandbox saves the answer of every request whose execution began,
+// a 500 included, and replays it to every retry of the key: after "charge, then
+// 500" the card is charged and the key can never tell; after a dropped connection
+// the saved answer is the success.
+func TestSavedAnswersReplay(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		faults sandbox.Faults
+		name      string
+		faults    sandbox.Faults
+		charged   int
+		retryOK   bool
+		retryCode int
 	}{
-		{"500 after charge", sandbox.Faults{FailAfter: 1}},
-		{"dropped connection after charge", sandbox.Faults{DropAfter: 1}},
+		{"500 after charge is saved", sandbox.Faults{FailAfter: 1}, 1, false, 500},
+		{"500 before charge is saved", sandbox.Faults{FailBefore: 1}, 0, false, 500},
+		{"dropped connection after charge", sandbox.Faults{DropAfter: 1}, 1, true, 0},
+		{"a proxy's 503 is not saved", sandbox.Faults{Unavailable: 1}, 1, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim, c := newSandbox(t)
@@ -73,40 +83,54 @@ func TestChargeThenFailResponse(t *testing.T) {
 			if _, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_1"); err == nil {
 				t.Fatal("first attempt succeeded, want the injected failure")
 			}
-			if n := len(sim.Charges("k")); n != 1 {
-				t.Fatalf("charges after the failed answer = %d, want 1 (the provider charged)", n)
+			for range 3 {
+				_, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_1")
+				var perr *provider.Error
+				switch {
+				case tc.retryOK && err != nil:
+					t.Fatalf("retry: %v", err)
+				case !tc.retryOK && (!errors.As(err, &perr) || perr.StatusCode != tc.retryCode || !perr.Replayed || !perr.Unknown() || perr.Retryable()):
+					t.Fatalf("retry: %v, want the saved %d replayed (unknown, not retryable)", err, tc.retryCode)
+				}
 			}
-			ch, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_1")
-			if err != nil {
-				t.Fatalf("retry: %v", err)
-			}
-			got := sim.Charges("k")
-			if len(got) != 1 || got[0].ID != ch.ID {
-				t.Fatalf("after retry: charges %+v, retry got %s", got, ch.ID)
+			if n := len(sim.Charges("k")); n != tc.charged {
+				t.Fatalf("charges = %d, want %d", n, tc.charged)
 			}
 		})
 	}
 }
 
-func TestFailBeforeDoesNotCharge(t *testing.T) {
+// Search finds a charge by order only after the consistency delay; a pruned key is
+// new again; wrong credentials are refused without saving anything.
+func TestSearchPruneAndCredentials(t *testing.T) {
 	sim, c := newSandbox(t)
-	sim.SetFaults(sandbox.Faults{FailBefore: 2})
 	ctx := context.Background()
-	for i := 0; i < 2; i++ {
-		_, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_1")
-		var perr *provider.Error
-		if !errors.As(err, &perr) || perr.StatusCode != 500 || !perr.Retryable() {
-			t.Fatalf("attempt %d: err = %v, want a retryable 500", i, err)
-		}
-	}
-	if n := len(sim.Charges("k")); n != 0 {
-		t.Fatalf("charges = %d before any success", n)
-	}
-	if _, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_1"); err != nil {
+	ch, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_9")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(sim.Charges("k")); n != 1 {
-		t.Fatalf("charges = %d, want 1", n)
+	if found, err := c.SearchCharges(ctx, "ord_9"); err != nil || len(found) != 0 {
+		t.Fatalf("search at once = %v, %v; want nothing yet", found, err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if found, err := c.SearchCharges(ctx, "ord_9"); err != nil || len(found) != 1 || found[0].ID != ch.ID {
+		t.Fatalf("search after the delay = %v, %v; want %s", found, err, ch.ID)
+	}
+	sim.Prune()
+	if again, err := c.Charge(ctx, "k", 100, "USD", "pm_card_visa", "ord_9"); err != nil || again.ID == ch.ID {
+		t.Fatalf("after pruning, the key charged %v (%v); want a new charge", again.ID, err)
+	}
+	sim.SetFaults(sandbox.Faults{UnauthorizedMS: 200})
+	var perr *provider.Error
+	if _, err := c.Charge(ctx, "k2", 100, "USD", "pm_card_visa", "ord_10"); !errors.As(err, &perr) || !perr.Unauthorized() || perr.Retryable() {
+		t.Fatalf("during the credentials fault: %v, want 401", err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := c.Charge(ctx, "k2", 100, "USD", "pm_card_visa", "ord_10"); err != nil {
+		t.Fatalf("after the credentials fault, the same key: %v", err)
+	}
+	if _, err := c.Charge(ctx, strings.Repeat("k", 256), 100, "USD", "pm_card_visa", "ord_11"); !errors.As(err, &perr) || perr.StatusCode != 400 {
+		t.Fatalf("a 256-character key: %v, want 400", err)
 	}
 }
 

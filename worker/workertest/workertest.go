@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
@@ -21,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/worker"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // Orders is the order pipeline on the real stack for one test: its own task queue
@@ -43,7 +45,7 @@ func NewOrders(tb testing.TB) *Orders {
 	h := &Orders{
 		Pool:     stacktest.Pool(tb),
 		Temporal: stacktest.Temporal(tb),
-		Sim:      sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Faults{}),
+		Sim:      sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{SearchDelay: 200 * time.Millisecond}),
 		Queue:    stacktest.Name("orders"),
 		Topic:    stacktest.Topic(tb, 1),
 		Brokers:  stacktest.Brokers(tb),
@@ -62,7 +64,7 @@ func (h *Orders) StartWorker(tb testing.TB) {
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
 		worker.Activities{
 			Orders:   activities.NewOrders(h.Pool),
-			Payments: activities.NewPayments(h.Pool, provider.New(h.SimURL, "", 2*time.Second)),
+			Payments: activities.NewPayments(h.Pool, provider.New(h.SimURL, "", 2*time.Second), activities.NewPaymentMetrics(prometheus.NewRegistry())),
 			Events:   activities.NewEvents(writer),
 		})
 	if err := w.Start(); err != nil {
@@ -74,19 +76,24 @@ func (h *Orders) StartWorker(tb testing.TB) {
 	})
 }
 
+// LookupDelay is the pipeline's wait before looking up an unknown payment: above
+// the sandbox's search delay, far below production's minute.
+const LookupDelay = time.Second
+
 // WorkerEnv is the environment of a cmd/worker process serving this pipeline.
 func (h *Orders) WorkerEnv() map[string]string {
 	return map[string]string{
-		"DATABASE_URL":        h.Env["DATABASE_URL"],
-		"TEMPORAL_ADDRESS":    h.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE":  h.Env["TEMPORAL_NAMESPACE"],
-		"KAFKA_BROKERS":       h.Env["KAFKA_BROKERS"],
-		"TASK_QUEUE":          h.Queue,
-		"EVENTS_TOPIC":        h.Topic,
-		"PAYMENTS_URL":        h.SimURL,
-		"PAYMENTS_TIMEOUT":    "10s",
-		"OPS_ADDR":            "127.0.0.1:0",
-		"WORKER_STOP_TIMEOUT": "5s",
+		"DATABASE_URL":         h.Env["DATABASE_URL"],
+		"TEMPORAL_ADDRESS":     h.Env["TEMPORAL_ADDRESS"],
+		"TEMPORAL_NAMESPACE":   h.Env["TEMPORAL_NAMESPACE"],
+		"KAFKA_BROKERS":        h.Env["KAFKA_BROKERS"],
+		"TASK_QUEUE":           h.Queue,
+		"EVENTS_TOPIC":         h.Topic,
+		"PAYMENTS_URL":         h.SimURL,
+		"PAYMENTS_TIMEOUT":     "10s",
+		"OPS_ADDR":             "127.0.0.1:0",
+		"WORKER_STOP_TIMEOUT":  "5s",
+		"PAYMENT_LOOKUP_DELAY": LookupDelay.String(),
 	}
 }
 
@@ -103,7 +110,7 @@ func (h *Orders) Intake(group string, cancelWindow time.Duration) *intake.Servic
 		Keys:      idempotency.New(h.Pool, 24*time.Hour),
 		Events:    idempotency.NewEvents(h.Pool),
 		Orders:    orderstore.New(h.Pool),
-		Workflows: intake.NewTemporal(h.Temporal, h.Queue, cancelWindow),
+		Workflows: intake.NewTemporal(h.Temporal, h.Queue, workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay}),
 		Group:     group,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

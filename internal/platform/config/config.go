@@ -90,6 +90,7 @@ type Common struct {
 	TemporalNamespace string
 	TaskQueue         string
 	CancelWindow      time.Duration
+	LookupDelay       time.Duration
 	ShutdownTimeout   time.Duration
 	LogLevel          string
 }
@@ -103,6 +104,7 @@ func (e *Env) Common() Common {
 		TemporalNamespace: e.String("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         e.String("TASK_QUEUE", "orders"),
 		CancelWindow:      e.Duration("CANCEL_WINDOW", 0),
+		LookupDelay:       e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
 		ShutdownTimeout:   e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		LogLevel:          e.String("LOG_LEVEL", "info"),
 	}

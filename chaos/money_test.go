@@ -1,0 +1,160 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/sandbox"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// postOrder sends one POST and returns its status and the order ID it answered.
+func (r *rig) postOrder(t *testing.T, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(orderJSON))
+	req.Header.Set("Authorization", "Bearer "+r.apiKey)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v struct{ ID string }
+	_ = json.Unmarshal(b, &v)
+	return resp.StatusCode, v.ID
+}
+
+func (r *rig) paid(t *testing.T, n int) {
+	t.Helper()
+	stacktest.Eventually(t, 2*time.Minute, fmt.Sprintf("%d orders to be paid", n), func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == n
+	})
+}
+
+// A client resends an old POST after everything but Postgres forgot it: its key's
+// record expired and was purged, Temporal deleted the closed workflow, and the
+// provider pruned its idempotency key. The order comes back from Postgres; nothing
+// is charged again.
+func TestChaosResentAfterEveryoneElseForgot(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	key := stacktest.Name("old")
+	wf := order.WorkflowID(r.tenant, order.FromHTTP, key)
+	r.expect(wf)
+	status, first := r.postOrder(t, key)
+	if status != 202 {
+		t.Fatalf("first POST: %d", status)
+	}
+	r.paid(t, 1)
+
+	ctx := context.Background()
+	if _, err := r.Pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2`, r.tenant, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Temporal.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
+		Namespace: r.Env["TEMPORAL_NAMESPACE"], WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wf},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, 30*time.Second, "Temporal to forget the workflow", func() bool {
+		_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+		var nf *serviceerror.NotFound
+		return errors.As(err, &nf)
+	})
+	r.Sim.Prune()
+
+	status, again := r.postOrder(t, key)
+	time.Sleep(3 * time.Second) // would a new run charge?
+	charges := len(r.Sim.ChargesForOrder(order.IDFor(wf)))
+	_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+	var nf *serviceerror.NotFound
+	t.Logf("resent POST: %d with order %s (first %s); charges %d; a new run started: %v", status, again, first, charges, !errors.As(err, &nf))
+	if status != 202 || again != first || charges != 1 || !errors.As(err, &nf) {
+		t.Fatalf("resent POST answered %d %s, %d charges, workflow started again: %v; want the first order, 1 charge, no run",
+			status, again, charges, !errors.As(err, &nf))
+	}
+	r.mu.Lock()
+	r.keys = nil // the deleted workflow is no longer visible: count the rest by hand
+	r.mu.Unlock()
+	if n := r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, r.tenant); n != 1 {
+		t.Fatalf("orders = %d", n)
+	}
+	balanced, pending := r.payments(t)
+	summary(t, fmt.Sprintf("%-44s keys=1 orders=1 charges=%d refunds=%d payments-net=amount:%d/1 pending-payments=%d",
+		"POST resent after key, run and provider key expired", charges, len(r.Sim.Refunds()), balanced, pending))
+	if balanced != 1 || pending != 0 {
+		t.Fatal("payments ledger does not balance")
+	}
+}
+
+// A server is down for longer than a retry budget used to be, under traffic that
+// needs it: Kafka while orders are paid (their OrderPaid waits), Postgres while
+// events arrive (their orders wait). Every order ends PAID once it is back, and
+// nothing is refunded.
+func TestChaosOutageLongerThanABudget(t *testing.T) {
+	for _, tc := range []struct {
+		service string
+		down    time.Duration
+		events  bool
+	}{
+		{"kafka", 40 * time.Second, false},
+		{"postgres", 40 * time.Second, true},
+	} {
+		t.Run(tc.service, func(t *testing.T) {
+			r := newRig(t)
+			r.startWorker(t, nil)
+			r.startAPI(t)
+			w := r.writer()
+			defer w.Close()
+			for i := range 5 { // before the outage, so the requests are in
+				if tc.events {
+					id := fmt.Sprintf("outage-evt-%d", i)
+					r.produce(t, w, id, []byte(id))
+				} else {
+					r.order(t, fmt.Sprintf("outage-http-%d", i))
+				}
+			}
+			stacktest.Service(t, "stop", tc.service)
+			time.Sleep(tc.down)
+			stacktest.Service(t, "start", tc.service)
+			r.ledger(t, fmt.Sprintf("%s down %s (longer than a step's budget)", tc.service, tc.down))
+		})
+	}
+}
+
+// The provider refuses our credentials for 10 s (a rotated secret) under traffic:
+// every order ends PAID once they are accepted again, charged once.
+func TestChaosProviderCredentialsRefused(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	wait := r.traffic(t, "creds", 15*time.Second)
+	time.Sleep(2 * time.Second)
+	r.Sim.SetFaults(sandbox.Faults{UnauthorizedMS: 10000})
+	wait()
+	r.ledger(t, "provider answered 401 for 10s under traffic")
+}
+
+// summary prints a fault's line and keeps it for make test's summary.
+func summary(t *testing.T, line string) {
+	t.Helper()
+	t.Log(line)
+	appendSummary(line)
+}
