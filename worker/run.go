@@ -35,7 +35,6 @@ type Deps struct {
 	Temporal   client.Client
 	Activities Activities
 	Consumer   Consumer
-	Reader     Closer   // the consumer's reader: closed after the consumer stops
 	Writers    []Closer // closed after the Temporal worker stops: activities write to them
 	Registry   *prometheus.Registry
 	Ready      *telemetry.Readiness
@@ -52,9 +51,9 @@ type RunOptions struct {
 
 // Run starts the ops server, the Temporal worker and the consumer, and on ctx's end
 // (SIGTERM) stops them in order (guarantee 5): readiness off; the consumer stops
-// fetching and commits what it settled; its reader closes; the Temporal worker
-// gives running activities StopTimeout and hands the rest back; the Kafka writers
-// flush and close; the ops server stops. The caller closes the Temporal client and
+// fetching, lets its in-flight starts finish, commits what settled and leaves the
+// group; the Temporal worker gives running activities StopTimeout and hands the
+// rest back; the Kafka writers flush and close; the ops server stops. The caller closes the Temporal client and
 // the pool after Run returns. A component failing early stops the rest the same way.
 func Run(ctx context.Context, d Deps, o RunOptions) error {
 	shutdownSeconds := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -107,10 +106,9 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	steps := []step{
 		{"readiness off", func(context.Context) error { d.Ready.Drain(); return nil }},
 		{"consumer", func(ctx context.Context) error {
-			stopConsumer() // stop taking events; partitions commit what they settled
+			stopConsumer() // stop fetching; in-flight starts finish, then commit and leave
 			return waitDone(ctx, consumerDone)
 		}},
-		d.Reader.step(o.KafkaCloseTimeout),
 		{"temporal worker", func(context.Context) error { w.Stop(); return nil }},
 	}
 	for _, c := range d.Writers {

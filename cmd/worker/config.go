@@ -29,6 +29,8 @@ type cfg struct {
 	PaymentsAPIKey  string
 	PaymentsTimeout time.Duration
 	TenantCacheTTL  time.Duration
+	// StartIsDedupWithin: see intake.Deps.
+	StartIsDedupWithin time.Duration
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -50,6 +52,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.RequestsTopic = e.String("REQUESTS_TOPIC", "orders.requested")
 	c.DLQTopic = e.String("DLQ_TOPIC", "orders.requested.dlq")
 	c.Consumer = consumer.Options{
+		Topic:                c.RequestsTopic,
 		Group:                e.String("CONSUMER_GROUP", "orderflow-ingress"),
 		InFlightPerPartition: e.Int("CONSUMER_IN_FLIGHT", 16),
 		MaxUncommitted:       e.Int("CONSUMER_MAX_UNCOMMITTED", 128),
@@ -59,6 +62,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
 	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", 10*time.Second)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
+	c.StartIsDedupWithin = e.Duration("EVENT_START_DEDUP_WITHIN", time.Hour)
 	if err := e.Err(); err != nil {
 		return c, err
 	}

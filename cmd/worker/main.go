@@ -55,15 +55,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.KafkaBrokers, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.KafkaBrokers, c.DLQTopic)
-	reader := kafkaclient.NewGroupReader(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
+	group, err := kafkaclient.NewConsumerGroup(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
+	if err != nil {
+		return err
+	}
+	readers := func(p int) consumer.PartitionReader {
+		return kafkaclient.NewPartitionReader(c.KafkaBrokers, c.RequestsTopic, p)
+	}
 	in := intake.New(intake.Deps{
 		Events:    idempotency.NewEvents(base.Pool),
 		Orders:    orderstore.New(base.Pool),
 		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
 		Group:     c.Consumer.Group,
 		Logger:    logger,
+		// Temporal retains closed workflows for at least a day by default.
+		StartIsDedupWithin: c.StartIsDedupWithin,
 	})
-	cons := consumer.New(c.Consumer, reader, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg))
+	cons := consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg))
 	base.Ready.Add("consumer", cons.Ready)
 	return worker.Run(ctx, worker.Deps{
 		Logger:   logger,
@@ -74,7 +82,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			Events:   activities.NewEvents(events),
 		},
 		Consumer: cons,
-		Reader:   worker.Closer{Name: "reader", Close: reader.Close},
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
 		Registry: reg,
 		Ready:    base.Ready,

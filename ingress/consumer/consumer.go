@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -16,12 +15,18 @@ import (
 	"github.com/orderflow/orderflow/ingress/intake"
 )
 
-// Reader is the part of *kafka.Reader (in a consumer group, without CommitInterval)
-// that the consumer uses.
-type Reader interface {
+// Group is a kafka-go consumer group (*kafka.ConsumerGroup): each generation
+// assigns partitions to members and fences commits by generation and member.
+type Group interface {
+	Next(ctx context.Context) (*kafka.Generation, error)
+	Close() error
+}
+
+// PartitionReader reads one partition from an offset (*kafka.Reader without a group).
+type PartitionReader interface {
+	SetOffset(offset int64) error
 	FetchMessage(ctx context.Context) (kafka.Message, error)
-	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
-	Stats() kafka.ReaderStats
+	Close() error
 }
 
 // Writer writes dead letters.
@@ -31,17 +36,20 @@ type Writer interface {
 
 // Intake places orders; the consumer's events use intake.FromEvent.
 type Intake interface {
-	Place(ctx context.Context, tenant string, src intake.Source, key string, req intake.Request, wait time.Duration) intake.Outcome
+	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request, sent time.Time) intake.Outcome
 }
 
 var (
-	_ Reader = (*kafka.Reader)(nil)
-	_ Writer = (*kafka.Writer)(nil)
-	_ Intake = (*intake.Service)(nil)
+	_ Group           = (*kafka.ConsumerGroup)(nil)
+	_ PartitionReader = (*kafka.Reader)(nil)
+	_ Writer          = (*kafka.Writer)(nil)
+	_ Intake          = (*intake.Service)(nil)
 )
 
 // Options tune the consumer.
 type Options struct {
+	// Topic is the requests topic the group consumes.
+	Topic string
 	// Group is the consumer group (the dedup scope in processed_events is given to
 	// the intake service with the same name).
 	Group string
@@ -54,23 +62,30 @@ type Options struct {
 	// message: when full, the partition takes no more and fetching pauses, so a
 	// head message that never settles cannot grow memory without bound.
 	MaxUncommitted int
+	// RevokeBound is how long a partition lost in a rebalance lets its in-flight
+	// starts settle (to commit them) before it abandons them to the next owner.
+	RevokeBound time.Duration
+	// DrainTimeout bounds how long in-flight starts may take to finish on a stop.
+	DrainTimeout time.Duration
 }
 
 // Consumer is the Kafka ingress.
 type Consumer struct {
-	opts   Options
-	reader Reader
-	dlq    Writer
-	intake Intake
-	store  *Store
-	logger *slog.Logger
-	m      *Metrics
+	opts    Options
+	group   Group
+	readers func(partition int) PartitionReader
+	dlq     Writer
+	intake  Intake
+	store   *Store
+	logger  *slog.Logger
+	m       *Metrics
 
 	failing atomic.Int64 // handlers currently retrying a transient failure
 }
 
 // New returns a consumer; Run drives it.
-func New(opts Options, reader Reader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics) *Consumer {
+// readers opens a reader of one partition of the requests topic.
+func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics) *Consumer {
 	if opts.InFlightPerPartition <= 0 {
 		opts.InFlightPerPartition = 16
 	}
@@ -80,7 +95,13 @@ func New(opts Options, reader Reader, dlq Writer, in Intake, store *Store, logge
 	if opts.MaxUncommitted < opts.InFlightPerPartition {
 		opts.MaxUncommitted = 8 * opts.InFlightPerPartition
 	}
-	return &Consumer{opts: opts, reader: reader, dlq: dlq, intake: in, store: store, logger: logger, m: m}
+	if opts.RevokeBound <= 0 {
+		opts.RevokeBound = 3 * time.Second
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, store: store, logger: logger, m: m}
 }
 
 // Ready reports whether the consumer makes progress: it is not while a handler is
@@ -92,60 +113,42 @@ func (c *Consumer) Ready(context.Context) error {
 	return nil
 }
 
-// Run consumes until ctx ends or the reader is closed. On return every partition
-// has committed what it settled and every goroutine it started has ended.
+// Run consumes until ctx ends. For each generation of the group it runs one
+// goroutine per assigned partition (gen.Start), which commits through the
+// generation, so a member the group moved on from has its commits refused by the
+// broker. When ctx ends (SIGTERM) every partition stops fetching, lets its in-flight
+// starts finish (within DrainTimeout), commits, and exits; then the group is left
+// at once rather than after a session timeout.
 func (c *Consumer) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	parts := map[int]*partition{}
-	defer func() {
-		for _, p := range parts {
-			p.stop(true)
-		}
-		wg.Wait()
-	}()
-
+	defer c.group.Close()
+	var parts sync.WaitGroup
+	defer parts.Wait() // before Close: commits go through the live generation
+	drain := ctx.Done()
 	backoff := newBackoff()
 	for {
-		m, err := c.reader.FetchMessage(ctx)
+		gen, err := c.group.Next(ctx)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return nil // shutting down: not an error
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return nil // stopping: not an error
 			}
-			c.logger.Warn("kafka fetch failed", "err", err)
+			c.logger.Warn("consumer group: no generation", "err", err)
 			if !backoff.wait(ctx) {
 				return nil
 			}
 			continue
 		}
 		backoff.reset()
-		c.m.consumed.Inc()
-		c.m.lag.WithLabelValues(strconv.Itoa(m.Partition)).Set(float64(max(m.HighWaterMark-m.Offset-1, 0)))
-
-		p := parts[m.Partition]
-		if p != nil && m.Offset <= p.last {
-			// The partition went back to its committed offset: a new consumer-group
-			// generation (kafka-go does not say so otherwise). Work fetched before it
-			// is neither committed nor handled further; it is being delivered again.
-			c.logger.Info("partition restarted from its committed offset; dropping work of the old generation",
-				"partition", m.Partition, "offset", m.Offset, "fetched_up_to", p.last)
-			p.stop(false)
-			<-p.done
-			p = nil
-		}
-		if p == nil {
-			p = c.newPartition(ctx, m.Partition)
-			parts[m.Partition] = p
-			wg.Add(1) // registered before the goroutine starts
-			go func() {
-				defer wg.Done()
-				p.run()
-			}()
-		}
-		p.last = m.Offset
-		select {
-		case p.in <- m:
-		case <-ctx.Done():
-			return nil
+		assigned := gen.Assignments[c.opts.Topic]
+		c.m.rebalances.Inc()
+		c.m.generation.Set(float64(gen.ID))
+		c.m.owned.Set(float64(len(assigned)))
+		c.logger.Info("consumer group generation", "generation", gen.ID, "member", gen.MemberID, "partitions", len(assigned))
+		for _, a := range assigned {
+			parts.Add(1)
+			gen.Start(func(genCtx context.Context) {
+				defer parts.Done()
+				c.runPartition(genCtx, drain, gen, a)
+			})
 		}
 	}
 }
@@ -166,7 +169,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
-	out := c.intake.Place(ctx, ev.Tenant, intake.FromEvent, ev.EventID, ev.Order, 0)
+	out := c.intake.PlaceEvent(ctx, ev.Tenant, ev.EventID, ev.Order, m.Time)
 	switch out.Kind {
 	case intake.Created:
 		c.m.starts.Inc()

@@ -75,12 +75,16 @@ func (p *pipeline) runConsumer(t *testing.T) (reg *prometheus.Registry, stop fun
 func (p *pipeline) runConsumerWith(t *testing.T, opts consumer.Options, dlqTopic string) (reg *prometheus.Registry, stop func()) {
 	t.Helper()
 	reg = prometheus.NewRegistry()
-	reader := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: p.Brokers, GroupID: p.group, Topic: p.requests, StartOffset: kafka.FirstOffset,
-		MaxWait: 100 * time.Millisecond, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
-	})
+	opts.Topic = p.requests
+	group, err := kafkaclient.NewConsumerGroup(p.Brokers, p.group, p.requests, stacktest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers := func(part int) consumer.PartitionReader {
+		return kafkaclient.NewPartitionReader(p.Brokers, p.requests, part)
+	}
 	dlq := kafkaclient.NewWriter(p.Brokers, dlqTopic)
-	c := consumer.New(opts, reader, dlq,
+	c := consumer.New(opts, group, readers, dlq,
 		p.Intake(p.group, 0), consumer.NewStore(p.Pool, 200*time.Millisecond),
 		stacktest.Logger(t), consumer.NewMetrics(reg))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,7 +97,6 @@ func (p *pipeline) runConsumerWith(t *testing.T, opts consumer.Options, dlqTopic
 			if err := <-done; err != nil {
 				t.Errorf("consumer: %v", err)
 			}
-			reader.Close()
 			dlq.Close()
 		})
 	}
@@ -113,21 +116,29 @@ func (p *pipeline) processed(t *testing.T) int {
 // lagging returns the partitions whose committed offset is behind their end.
 func (p *pipeline) lagging(t *testing.T) map[int][2]int64 {
 	t.Helper()
-	ctx := context.Background()
-	cl := &kafka.Client{Addr: kafka.TCP(p.Brokers...), Timeout: 10 * time.Second}
-	resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: p.group, Topics: map[string][]int{p.requests: {0, 1, 2, 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	lag := map[int][2]int64{}
-	for _, part := range resp.Topics[p.requests] {
-		end := stacktest.EndOffset(t, p.requests, part.Partition)
-		committed := max(part.CommittedOffset, 0)
-		if committed != end {
-			lag[part.Partition] = [2]int64{committed, end}
+	for part, committed := range p.committedOffsets(t) {
+		if end := stacktest.EndOffset(t, p.requests, part); committed != end {
+			lag[part] = [2]int64{committed, end}
 		}
 	}
 	return lag
+}
+
+// committedOffsets returns the group's committed offset of each partition (0 when
+// none).
+func (p *pipeline) committedOffsets(t *testing.T) map[int]int64 {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(p.Brokers...), Timeout: 10 * time.Second}
+	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: p.group, Topics: map[string][]int{p.requests: {0, 1, 2, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int64{}
+	for _, part := range resp.Topics[p.requests] {
+		out[part.Partition] = max(part.CommittedOffset, 0)
+	}
+	return out
 }
 
 func (p *pipeline) deadLetters(t *testing.T, want int) []kafka.Message {
@@ -339,8 +350,19 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		t.Fatalf("exit code %d after %s: want 0 within 25s", code, took)
 	}
 
+	// A clean stop finishes its in-flight starts and commits them: what was started
+	// is exactly what is committed, so nothing is delivered again.
+	var committed int64
+	for _, off := range p.committedOffsets(t) {
+		committed += off
+	}
+	if started := p.processed(t); int64(started) != committed {
+		t.Fatalf("after SIGTERM: %d events started, %d committed; want equal (no redelivery)", started, committed)
+	}
+
 	time.Sleep(time.Second) // events keep arriving while no worker runs
-	stacktest.Start(t, bin, p.workerEnv(stacktest.FreeAddr(t), nil))
+	ops2 := stacktest.FreeAddr(t)
+	stacktest.Start(t, bin, p.workerEnv(ops2, nil))
 	time.Sleep(time.Second)
 	stop.Store(true)
 	<-producerDone
@@ -363,5 +385,8 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	if n := len(p.Sim.Charges("")); n != len(ids) {
 		t.Fatalf("charges = %d, events = %d", n, len(ids))
 	}
-	t.Logf("%d events produced across the restart: %d workflows paid, %d charges", len(ids), len(ids), len(p.Sim.Charges("")))
+	if d := stacktest.Metric(t, scrape(t, ops2), "orderflow_consumer_duplicates_total"); d != 0 {
+		t.Fatalf("the restarted worker saw %v redelivered events, want 0", d)
+	}
+	t.Logf("%d events produced across the restart: %d workflows paid, %d charges, 0 redeliveries", len(ids), len(ids), len(p.Sim.Charges("")))
 }

@@ -11,6 +11,10 @@ type Metrics struct {
 	commitSeconds prometheus.Histogram
 	lag           *prometheus.GaugeVec
 	uncommitted   *prometheus.GaugeVec
+	rebalances    prometheus.Counter
+	generation    prometheus.Gauge
+	owned         prometheus.Gauge
+	staleCommits  prometheus.Counter
 }
 
 // NewMetrics registers the consumer's metrics.
@@ -33,13 +37,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "orderflow_consumer_lag_messages", Help: "Messages behind the partition's high watermark at the last fetch.",
+			Name: "orderflow_consumer_lag_messages", Help: "Messages behind the partition's end offset (the broker's high watermark, as of the last fetch).",
 		}, []string{"partition"}),
 		uncommitted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "orderflow_consumer_uncommitted_messages",
 			Help: "Messages a partition holds fetched but not yet committed (bounded by CONSUMER_MAX_UNCOMMITTED plus a small fetch buffer).",
 		}, []string{"partition"}),
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_rebalances_total", Help: "Consumer-group generations this member joined.",
+		}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "orderflow_consumer_generation", Help: "The consumer-group generation this member is in.",
+		}),
+		owned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "orderflow_consumer_partitions_owned", Help: "Partitions of the requests topic assigned to this member.",
+		}),
+		staleCommits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_commits_refused_stale_total", Help: "Offset commits the broker refused because the group had moved to another generation.",
+		}),
 	}
-	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.lag, m.uncommitted)
+	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.lag, m.uncommitted,
+		m.rebalances, m.generation, m.owned, m.staleCommits)
 	return m
 }

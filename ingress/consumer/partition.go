@@ -2,45 +2,28 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
 
-// partition handles one partition's messages, up to InFlightPerPartition at once,
-// and commits the contiguous watermark: never past a message that is not settled.
-// (kafka-go's own commit keeps the highest offset it is given, so the ordering is
-// ours to keep.)
+// partition handles one assigned partition for one generation: a reader fetches
+// from the assigned offset; up to InFlightPerPartition messages are handled at once;
+// the contiguous watermark of settled messages is committed through the generation,
+// never past a message that is not settled. It holds at most MaxUncommitted messages
+// behind its oldest unsettled one; when full, it stops fetching.
 type partition struct {
-	c      *Consumer
-	last   int64 // highest offset handed in; only the fetch loop uses it
-	in     chan kafka.Message
-	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	final  atomic.Bool // commit the watermark on the way out
-	held   prometheus.Gauge
-}
-
-func (c *Consumer) newPartition(parent context.Context, id int) *partition {
-	ctx, cancel := context.WithCancel(parent)
-	// The buffer lets the fetch loop run ahead of a busy partition instead of
-	// stalling every other partition behind it. Buffered messages are not settled,
-	// so they are never committed.
-	p := &partition{c: c, in: make(chan kafka.Message, 4*c.opts.InFlightPerPartition), done: make(chan struct{}), ctx: ctx, cancel: cancel,
-		held: c.m.uncommitted.WithLabelValues(strconv.Itoa(id))}
-	p.final.Store(true)
-	return p
-}
-
-// stop ends the partition; final says whether to commit what was settled (not
-// after a rebalance: the partition may be someone else's now).
-func (p *partition) stop(final bool) {
-	p.final.Store(final)
-	p.cancel()
+	c       *Consumer
+	gen     *kafka.Generation
+	id      int
+	held    prometheus.Gauge
+	lag     prometheus.Gauge
+	stale   bool            // a commit was refused: the generation is over for us
+	results chan result     // from handlers
+	work    context.Context // handlers' context: cancelled only to abandon them
 }
 
 type slot struct {
@@ -53,14 +36,36 @@ type result struct {
 	settled bool
 }
 
-func (p *partition) run() {
-	defer close(p.done)
-	defer p.cancel()
+// runPartition runs until the generation ends (a rebalance: in-flight work gets
+// RevokeBound to settle, then is abandoned uncommitted to the next owner) or drain
+// closes (a stop: in-flight work finishes, within DrainTimeout). Either way it
+// commits what settled, if the generation still takes commits, and returns.
+func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, gen *kafka.Generation, a kafka.PartitionAssignment) {
+	label := strconv.Itoa(a.ID)
+	work, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	p := &partition{c: c, gen: gen, id: a.ID, held: c.m.uncommitted.WithLabelValues(label), lag: c.m.lag.WithLabelValues(label),
+		results: make(chan result), work: work}
+	defer p.held.Set(0)
+
+	reader := c.readers(a.ID)
+	defer reader.Close()
+	offset := a.Offset
+	if offset < 0 {
+		offset = kafka.FirstOffset // nothing committed yet
+	}
+	if err := reader.SetOffset(offset); err != nil {
+		c.logger.Error("partition reader: set offset", "partition", a.ID, "offset", offset, "err", err)
+		return
+	}
+	fetchCtx, stopFetching := context.WithCancel(genCtx)
+	defer stopFetching()
+	in := make(chan kafka.Message, c.opts.InFlightPerPartition)
+	go p.fetch(fetchCtx, reader, in)
+
 	var queue []*slot // in offset order
-	results := make(chan result)
 	inflight := 0
 	var watermark *kafka.Message // last contiguous settled message, not yet committed
-
 	advance := func(r result) {
 		inflight--
 		if !r.settled {
@@ -77,57 +82,102 @@ func (p *partition) run() {
 		}
 	}
 	commit := func() {
-		if watermark == nil {
-			return
-		}
-		if p.c.commit(p.ctx, *watermark) == nil {
+		if watermark != nil && p.commit(*watermark) {
 			watermark = nil
 		}
 	}
+	// finish waits for in-flight handlers until the deadline, then abandons the rest,
+	// and commits what settled.
+	finish := func(within time.Duration) {
+		stopFetching()
+		deadline := time.After(within)
+		for inflight > 0 {
+			select {
+			case r := <-p.results:
+				advance(r)
+			case <-deadline:
+				abandon() // handlers give up what they have not settled
+				deadline = nil
+			}
+		}
+		commit()
+	}
 
-	tick := time.NewTicker(p.c.opts.CommitInterval)
+	tick := time.NewTicker(c.opts.CommitInterval)
 	defer tick.Stop()
 	for {
-		p.held.Set(float64(len(queue) + len(p.in)))
-		in := p.in
-		if inflight >= p.c.opts.InFlightPerPartition || len(queue) >= p.c.opts.MaxUncommitted {
-			in = nil // window full: stop taking messages (backpressure on the fetch loop)
+		p.held.Set(float64(len(queue) + len(in)))
+		take := in
+		if inflight >= c.opts.InFlightPerPartition || len(queue) >= c.opts.MaxUncommitted {
+			take = nil // window full: the fetcher blocks, so this partition stops fetching
 		}
 		select {
-		case m := <-in:
+		case m := <-take:
 			queue = append(queue, &slot{m: m})
 			inflight++
-			go func() { // counted in inflight, awaited below before run returns
-				results <- result{offset: m.Offset, settled: p.c.process(p.ctx, m)}
+			go func() { // counted in inflight, awaited by finish before returning
+				p.results <- result{offset: m.Offset, settled: c.process(p.work, m)}
 			}()
-		case r := <-results:
+		case r := <-p.results:
 			advance(r)
 		case <-tick.C:
 			commit()
-		case <-p.ctx.Done():
-			// Handlers see the cancelled context and give up what they have not
-			// settled; those messages are handed back (not committed).
-			for inflight > 0 {
-				advance(<-results)
-			}
-			if p.final.Load() {
-				commit()
-			}
+		case <-drain:
+			finish(c.opts.DrainTimeout)
+			return
+		case <-genCtx.Done():
+			finish(c.opts.RevokeBound)
 			return
 		}
 	}
 }
 
-// commit commits through m. The handled message is committed even while the
-// consumer stops, so the commit runs detached from ctx, with its own timeout.
-func (c *Consumer) commit(ctx context.Context, m kafka.Message) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	began := time.Now()
-	err := c.reader.CommitMessages(cctx, m)
-	c.m.commitSeconds.Observe(time.Since(began).Seconds())
-	if err != nil {
-		c.logger.Warn("offset commit failed; will retry", "partition", m.Partition, "offset", m.Offset, "err", err)
+// fetch reads the partition into in until ctx ends.
+func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<- kafka.Message) {
+	backoff := newBackoff()
+	for {
+		m, err := reader.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.c.logger.Warn("kafka fetch failed", "partition", p.id, "err", err)
+			if !backoff.wait(ctx) {
+				return
+			}
+			continue
+		}
+		backoff.reset()
+		p.c.m.consumed.Inc()
+		p.lag.Set(float64(max(m.HighWaterMark-m.Offset-1, 0)))
+		select {
+		case in <- m:
+		case <-ctx.Done():
+			return
+		}
 	}
-	return err
+}
+
+// commit commits through m with the generation's ID and member; it reports whether
+// the offset is committed. A commit the broker refuses because the group has moved
+// on (a stale generation or member) is counted and not tried again.
+func (p *partition) commit(m kafka.Message) bool {
+	if p.stale {
+		return false
+	}
+	began := time.Now()
+	err := p.gen.CommitOffsets(map[string]map[int]int64{m.Topic: {m.Partition: m.Offset + 1}})
+	p.c.m.commitSeconds.Observe(time.Since(began).Seconds())
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.RebalanceInProgress),
+		errors.Is(err, kafka.FencedInstanceID):
+		p.stale = true
+		p.c.m.staleCommits.Inc()
+		p.c.logger.Info("offset commit refused: the group moved on", "partition", p.id, "offset", m.Offset, "generation", p.gen.ID, "err", err)
+	default:
+		p.c.logger.Warn("offset commit failed; will retry", "partition", p.id, "offset", m.Offset, "err", err)
+	}
+	return false
 }

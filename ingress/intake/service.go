@@ -80,6 +80,9 @@ type OrderStore interface {
 type Workflows interface {
 	// Start starts the order's workflow, or finds it: never a second one.
 	Start(ctx context.Context, o order.Order) (Run, error)
+	// StartNew starts the order's workflow unless its ID exists (running, or closed
+	// and retained): created says which.
+	StartNew(ctx context.Context, o order.Order) (created bool, err error)
 	// Cancel asks the order's workflow to cancel and returns the status it settled in.
 	Cancel(ctx context.Context, workflowID string) (order.Status, error)
 }
@@ -103,6 +106,9 @@ type Deps struct {
 	Workflows Workflows
 	Group     string
 	Logger    *slog.Logger
+	// StartIsDedupWithin is the age under which an event is deduplicated by its
+	// workflow start alone; it must be shorter than the namespace's retention.
+	StartIsDedupWithin time.Duration
 }
 
 // Service is the one way into orderflow: both ingresses place and cancel orders
@@ -125,7 +131,7 @@ func (s *Service) Place(ctx context.Context, tenant string, src Source, key stri
 	case FromHTTP:
 		return s.placeRequest(ctx, o, key, req, wait)
 	case FromEvent:
-		return s.placeEvent(ctx, o, key, req)
+		return s.placeEvent(ctx, o, key, req, time.Time{})
 	}
 	return unavailable("intake", fmt.Errorf("unknown source %q", src))
 }
@@ -224,25 +230,37 @@ func (s *Service) existing(ctx context.Context, o order.Order, key string, req R
 	return res, true
 }
 
-func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string, req Request) Outcome {
+// PlaceEvent places the order of an event sent at sent (its Kafka timestamp). An
+// event younger than Deps.StartIsDedupWithin is deduplicated by the start itself
+// (Temporal refuses a second start of the ID while it retains the workflow), which
+// saves a read of processed_events per event; an older one, or one of unknown age,
+// is checked in Postgres first, since Temporal may have deleted its workflow.
+func (s *Service) PlaceEvent(ctx context.Context, tenant, eventID string, req Request, sent time.Time) Outcome {
+	return s.placeEvent(ctx, req.Order(tenant, order.WorkflowID(tenant, FromEvent, eventID)), eventID, req, sent)
+}
+
+func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string, req Request, sent time.Time) Outcome {
 	if s.d.Events == nil {
 		return unavailable("intake", errors.New("events are not taken here"))
 	}
 	out := Outcome{OrderID: o.ID, Kind: Replayed}
 	// same: a row older than fingerprints (nil) counts as this event.
 	same := func(stored []byte) bool { return stored == nil || SameRequest(stored, req) }
-	done, stored, err := s.d.Events.Processed(ctx, s.d.Group, o.Tenant, eventID)
-	if err != nil {
-		return unavailable("event log", err)
-	}
-	if done {
-		if !same(stored) {
+	if sent.IsZero() || time.Since(sent) >= s.d.StartIsDedupWithin {
+		done, stored, err := s.d.Events.Processed(ctx, s.d.Group, o.Tenant, eventID)
+		switch {
+		case err != nil:
+			return unavailable("event log", err)
+		case done && !same(stored):
 			out.Kind = Mismatch
+			return out
+		case done:
+			return out
 		}
-		return out
 	}
 	began := time.Now()
-	if _, err := s.d.Workflows.Start(ctx, o); err != nil {
+	created, err := s.d.Workflows.StartNew(ctx, o)
+	if err != nil {
 		return unavailable("workflow start", err)
 	}
 	out.StartTook = time.Since(began)
@@ -250,12 +268,12 @@ func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string,
 	switch {
 	case err != nil:
 		return unavailable("event log", err)
-	case inserted:
-		out.Kind = Created
 	case !same(stored):
-		// A concurrent delivery with another order got here first; the start above
-		// found its workflow and changed nothing.
+		// The eventId was used before with another order: the start found that
+		// order's workflow and changed nothing.
 		out.Kind = Mismatch
+	case inserted && created:
+		out.Kind = Created
 	}
 	return out
 }

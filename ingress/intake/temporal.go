@@ -47,6 +47,26 @@ func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
 	return run, nil
 }
 
+// StartNew starts the order's workflow; created is false when the ID exists, running
+// or closed (and still retained).
+func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
+	_, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       o.WorkflowID,
+		TaskQueue:                                t.taskQueue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, Policy: t.policy})
+	var exists *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &exists):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
+	}
+	return true, nil
+}
+
 // Cancel sends the cancel update and waits for the order to settle. A workflow that
 // refuses it, or has closed, is errNotCancellable.
 func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status, error) {

@@ -32,22 +32,38 @@ func NewWriter(brokers []string, topic string) *kafka.Writer {
 	}
 }
 
-// NewGroupReader returns a consumer-group reader of topic that never commits on its
-// own: the caller commits explicitly, after its work is durable.
-func NewGroupReader(brokers []string, group, topic string, logger *slog.Logger) *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{
+// NewConsumerGroup joins group on topic. Offsets start at the first message when
+// the group has none; commits are explicit, through each generation.
+func NewConsumerGroup(brokers []string, group, topic string, logger *slog.Logger) (*kafka.ConsumerGroup, error) {
+	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                group,
 		Brokers:           brokers,
-		GroupID:           group,
-		Topic:             topic,
+		Topics:            []string{topic},
 		StartOffset:       kafka.FirstOffset,
-		MaxWait:           250 * time.Millisecond,
 		HeartbeatInterval: 2 * time.Second,
 		SessionTimeout:    10 * time.Second,
 		RebalanceTimeout:  10 * time.Second,
-		CommitInterval:    0, // commits are explicit and synchronous
+		JoinGroupBackoff:  time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			logger.Warn(fmt.Sprintf(msg, args...), "component", "kafka-reader")
+			logger.Warn(fmt.Sprintf(msg, args...), "component", "kafka-group")
 		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer group %s: %w", group, err)
+	}
+	return g, nil
+}
+
+// NewPartitionReader returns a reader of one partition of topic, outside any group:
+// its offset is set by the caller and nothing is committed by it.
+func NewPartitionReader(brokers []string, topic string, partition int) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:   brokers,
+		Topic:     topic,
+		Partition: partition,
+		MinBytes:  1,
+		MaxBytes:  4 << 20,
+		MaxWait:   250 * time.Millisecond,
 	})
 }
 
