@@ -226,7 +226,8 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 			}
 			// From the first start to the last: the group join is not throughput.
 			res := result(name, b.n, time.Duration(span*float64(time.Second)), nil)
-			res.Note = "first to last start; all offsets committed"
+			res.Note = fmt.Sprintf("4 partitions x CONSUMER_IN_FLIGHT=%s (the baseline's concurrency); first to last start; all offsets committed",
+				b.procEnv["CONSUMER_IN_FLIGHT"])
 			return res, nil
 		}
 		if time.Now().After(deadline) {

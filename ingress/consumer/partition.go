@@ -63,65 +63,38 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	in := make(chan kafka.Message, c.opts.InFlightPerPartition)
 	go p.fetch(fetchCtx, reader, in)
 
-	var queue []*slot // in offset order
-	inflight := 0
-	var watermark *kafka.Message // last contiguous settled message, not yet committed
-	advance := func(r result) {
-		inflight--
-		if !r.settled {
-			return // stays in the queue: nothing after it is committed
-		}
-		for _, s := range queue {
-			if s.m.Offset == r.offset {
-				s.settled = true
-			}
-		}
-		for len(queue) > 0 && queue[0].settled {
-			watermark = &queue[0].m
-			queue = queue[1:]
-		}
-	}
-	commit := func() {
-		if watermark != nil && p.commit(*watermark) {
-			watermark = nil
-		}
-	}
-	// finish waits for in-flight handlers until the deadline, then abandons the rest,
-	// and commits what settled.
+	w := &window{p: p}
+	// finish stops fetching, waits for in-flight handlers until the deadline, then
+	// abandons the rest, and commits what settled.
 	finish := func(within time.Duration) {
 		stopFetching()
 		deadline := time.After(within)
-		for inflight > 0 {
+		for w.inflight > 0 {
 			select {
 			case r := <-p.results:
-				advance(r)
+				w.advance(r)
 			case <-deadline:
 				abandon() // handlers give up what they have not settled
 				deadline = nil
 			}
 		}
-		commit()
+		w.commit()
 	}
-
 	tick := time.NewTicker(c.opts.CommitInterval)
 	defer tick.Stop()
 	for {
-		p.held.Set(float64(len(queue) + len(in)))
+		p.held.Set(float64(len(w.queue) + len(in)))
 		take := in
-		if inflight >= c.opts.InFlightPerPartition || len(queue) >= c.opts.MaxUncommitted {
+		if w.inflight >= c.opts.InFlightPerPartition || len(w.queue) >= c.opts.MaxUncommitted {
 			take = nil // window full: the fetcher blocks, so this partition stops fetching
 		}
 		select {
 		case m := <-take:
-			queue = append(queue, &slot{m: m})
-			inflight++
-			go func() { // counted in inflight, awaited by finish before returning
-				p.results <- result{offset: m.Offset, settled: c.process(p.work, m)}
-			}()
+			w.start(m)
 		case r := <-p.results:
-			advance(r)
+			w.advance(r)
 		case <-tick.C:
-			commit()
+			w.commit()
 		case <-drain:
 			finish(c.opts.DrainTimeout)
 			return
@@ -129,6 +102,46 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 			finish(c.opts.RevokeBound)
 			return
 		}
+	}
+}
+
+// window is a partition's messages in offset order, from the oldest unsettled one.
+type window struct {
+	p         *partition
+	queue     []*slot
+	inflight  int
+	watermark *kafka.Message // last contiguous settled message, not yet committed
+}
+
+// start hands m to a handler; the result comes back on p.results.
+func (w *window) start(m kafka.Message) {
+	w.queue = append(w.queue, &slot{m: m})
+	w.inflight++
+	go func() { // counted in inflight, awaited by finish before runPartition returns
+		w.p.results <- result{offset: m.Offset, settled: w.p.c.process(w.p.work, m)}
+	}()
+}
+
+// advance records a handler's result and moves the watermark over settled messages.
+func (w *window) advance(r result) {
+	w.inflight--
+	if !r.settled {
+		return // stays in the queue: nothing after it is committed
+	}
+	for _, s := range w.queue {
+		if s.m.Offset == r.offset {
+			s.settled = true
+		}
+	}
+	for len(w.queue) > 0 && w.queue[0].settled {
+		w.watermark = &w.queue[0].m
+		w.queue = w.queue[1:]
+	}
+}
+
+func (w *window) commit() {
+	if w.watermark != nil && w.p.commit(*w.watermark) {
+		w.watermark = nil
 	}
 }
 

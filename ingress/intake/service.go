@@ -190,13 +190,7 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 
 	out.Kind, out.Status = Created, http.StatusAccepted
 	if wait > 0 {
-		wctx, wcancel := context.WithTimeout(ctx, wait)
-		err := run.Get(wctx, nil)
-		wcancel()
-		if wctx.Err() == nil || err == nil {
-			out.Status = http.StatusCreated // finished, successfully or not: the order says which
-		}
-		if view, err = s.d.Orders.Get(cctx, o.Tenant, o.ID); err != nil {
+		if out.Status, view, err = s.await(ctx, cctx, run, o, wait); err != nil {
 			return unavailable("order read", err)
 		}
 	}
@@ -207,6 +201,21 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
 	}
 	return out
+}
+
+// await waits up to wait (on the client's ctx) for the order's workflow to end and
+// returns the order as it stands: 201 if it ended (successfully or not: the order
+// says which), 202 if it still runs.
+func (s *Service) await(ctx, cctx context.Context, run Run, o order.Order, wait time.Duration) (int, orderstore.View, error) {
+	status := http.StatusAccepted
+	wctx, wcancel := context.WithTimeout(ctx, wait)
+	err := run.Get(wctx, nil)
+	wcancel()
+	if wctx.Err() == nil || err == nil {
+		status = http.StatusCreated
+	}
+	view, err := s.d.Orders.Get(cctx, o.Tenant, o.ID)
+	return status, view, err
 }
 
 // existing answers a claimed key whose order is already in Postgres: a request

@@ -330,22 +330,26 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 		status, v = http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure after processing")
 	}
 	body := s.save(rec, status, v)
-	switch after {
-	case failResponse:
-		s.logger.Info("sandbox fault: processed, answering (and saving) 500", "path", r.URL.Path)
-		writeRaw(w, status, body)
-	case dropConnection:
+	if after == dropConnection {
 		s.logger.Info("sandbox fault: processed, dropping the connection", "path", r.URL.Path)
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-		}
-		panic(http.ErrAbortHandler)
-	default:
-		writeRaw(w, status, body)
+		drop(w)
+		return
 	}
+	if after == failResponse {
+		s.logger.Info("sandbox fault: processed, answering (and saving) 500", "path", r.URL.Path)
+	}
+	writeRaw(w, status, body)
+}
+
+// drop closes the client's connection without an answer.
+func drop(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // save records the answer of a request whose execution began.
