@@ -276,17 +276,26 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 	defer resp.Body.Close()
 	var list struct {
 		Data []struct {
-			IdempotencyKey string `json:"idempotency_key"`
+			Metadata map[string]string `json:"metadata"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		return Result{Scenario: name}, err
 	}
+	perOrder := map[string]int{}
+	for i := range b.n {
+		perOrder[order.IDFor(order.WorkflowID(b.tenant, order.FromHTTP, fmt.Sprintf("e2e-%d", i)))] = 0
+	}
 	charges := 0
-	prefix := order.WorkflowID(b.tenant, order.FromHTTP, "e2e-")
 	for _, c := range list.Data {
-		if strings.HasPrefix(c.IdempotencyKey, prefix) {
+		if n, ok := perOrder[c.Metadata["order_id"]]; ok {
+			perOrder[c.Metadata["order_id"]] = n + 1
 			charges++
+		}
+	}
+	for _, n := range perOrder {
+		if n != 1 {
+			charges = -1 // some order charged twice or not at all
 		}
 	}
 	res := result(name, b.n, total, lat)

@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Events is the processed_events table: the Kafka ingress's dedup, per consumer
-// group and tenant, which outlives Temporal's retention.
+// group and tenant, which outlives Temporal's retention. Concurrent MarkProcessed
+// calls are written together: one INSERT per batch instead of one per event.
 type Events struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	mu    sync.Mutex
+	queue []*mark
+	busy  bool // a writer goroutine is draining the queue
 }
 
 // NewEvents returns the store.
@@ -34,18 +40,97 @@ func (s *Events) Processed(ctx context.Context, group, tenant, eventID string) (
 	return true, fp, nil
 }
 
+// mark is one MarkProcessed waiting for its batch.
+type mark struct {
+	group, tenant, eventID, workflowID string
+	fingerprint                        []byte
+	inserted                           bool
+	err                                error
+	done                               chan struct{}
+}
+
+// maxBatch bounds one INSERT.
+const maxBatch = 256
+
 // MarkProcessed records the event's workflow and fingerprint; false if it was
-// already recorded, with the fingerprint recorded then.
+// already recorded, with the fingerprint recorded then. It returns once its row is
+// committed: the caller commits the event's offset only after it.
 func (s *Events) MarkProcessed(ctx context.Context, group, tenant, eventID string, fingerprint []byte, workflowID string) (bool, []byte, error) {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO processed_events (consumer_group, tenant, event_id, workflow_id, fingerprint)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, group, tenant, eventID, workflowID, fingerprint)
-	if err != nil {
-		return false, nil, fmt.Errorf("record processed event: %w", err)
+	m := &mark{group: group, tenant: tenant, eventID: eventID, workflowID: workflowID, fingerprint: fingerprint, done: make(chan struct{})}
+	s.mu.Lock()
+	s.queue = append(s.queue, m)
+	start := !s.busy
+	s.busy = true
+	s.mu.Unlock()
+	if start {
+		go s.write()
 	}
-	if tag.RowsAffected() == 1 {
-		return true, fingerprint, nil
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		return false, nil, fmt.Errorf("record processed event: %w", ctx.Err())
+	}
+	if m.err != nil || m.inserted {
+		return m.inserted, fingerprint, m.err
 	}
 	_, stored, err := s.Processed(ctx, group, tenant, eventID)
 	return false, stored, err
+}
+
+// write inserts what is queued, a batch per statement, until the queue is empty:
+// rows queued while one INSERT runs go in the next one together.
+func (s *Events) write() {
+	for {
+		s.mu.Lock()
+		n := min(len(s.queue), maxBatch)
+		if n == 0 {
+			s.busy = false
+			s.mu.Unlock()
+			return
+		}
+		batch := s.queue[:n:n]
+		s.queue = s.queue[n:]
+		s.mu.Unlock()
+		s.insert(batch)
+	}
+}
+
+func (s *Events) insert(batch []*mark) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cols := make([][]string, 4)
+	fps := make([][]byte, len(batch))
+	for i, m := range batch {
+		cols[0], cols[1] = append(cols[0], m.group), append(cols[1], m.tenant)
+		cols[2], cols[3] = append(cols[2], m.eventID), append(cols[3], m.workflowID)
+		fps[i] = m.fingerprint
+	}
+	rows, err := s.pool.Query(ctx, `
+		INSERT INTO processed_events (consumer_group, tenant, event_id, workflow_id, fingerprint)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[])
+		ON CONFLICT DO NOTHING
+		RETURNING consumer_group, tenant, event_id`, cols[0], cols[1], cols[2], cols[3], fps)
+	inserted := map[[3]string]bool{}
+	if err == nil {
+		for rows.Next() {
+			var k [3]string
+			if err = rows.Scan(&k[0], &k[1], &k[2]); err != nil {
+				break
+			}
+			inserted[k] = true
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	for _, m := range batch {
+		k := [3]string{m.group, m.tenant, m.eventID}
+		if err != nil {
+			m.err = fmt.Errorf("record processed event: %w", err)
+		}
+		m.inserted = inserted[k] // only the first of the batch with the key inserted it
+		delete(inserted, k)
+		close(m.done)
+	}
 }

@@ -2,6 +2,8 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +113,42 @@ func TestPurgeKeepsUpWithInserts(t *testing.T) {
 		t.Fatalf("purge removed %d (metric %v), %d of the tenant's %d expired rows left", got, testutil.ToFloat64(purged), left, n)
 	}
 	t.Logf("purged %d rows in %s: %.0f rows/s against an insert rate of 200/s", got, took.Round(time.Millisecond), float64(got)/took.Seconds())
+}
+
+// Concurrent MarkProcessed calls are written in shared batches, and each learns
+// whether it was the one that recorded its event: one per key, however many tried.
+func TestMarkProcessedBatchesAndDeduplicates(t *testing.T) {
+	pool := stacktest.Pool(t)
+	ev := idempotency.NewEvents(pool)
+	group, tenant := stacktest.Name("group"), stacktest.Name("tenant")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	inserted := map[string]int{}
+	for i := range 300 {
+		wg.Go(func() {
+			id := fmt.Sprintf("e%d", i%100) // each eventId three times, concurrently
+			ok, fp, err := ev.MarkProcessed(context.Background(), group, tenant, id, []byte{1, byte(i % 100)}, "wf-"+id)
+			if err != nil || fp == nil {
+				t.Errorf("mark %s: %v, %v", id, fp, err)
+			}
+			if ok {
+				mu.Lock()
+				inserted[id]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	var rows int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_events WHERE consumer_group = $1`, group).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 100 || len(inserted) != 100 {
+		t.Fatalf("rows %d, events told they were first %d; want 100 and 100", rows, len(inserted))
+	}
+	for id, n := range inserted {
+		if n != 1 {
+			t.Fatalf("%s: %d callers told they recorded it, want 1", id, n)
+		}
+	}
 }
