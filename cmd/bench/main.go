@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -169,6 +170,19 @@ func machine(ctx context.Context) map[string]string {
 		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
 		m["memory"] = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
 	}
-	m["stack"] = "PostgreSQL 15, Temporal CLI v1.5.1 dev server (SQLite WAL), Kafka 4.1.1 KRaft, kafka-go v0.4.51, Temporal Go SDK v1.37.0"
+	m["stack"] = "PostgreSQL 15, Temporal CLI v1.5.1 dev server (SQLite WAL), Kafka 4.1.1 KRaft, kafka-go " +
+		moduleVersion("github.com/segmentio/kafka-go") + ", Temporal Go SDK " + moduleVersion("go.temporal.io/sdk")
 	return m
+}
+
+// moduleVersion is the version of a dependency built into this binary.
+func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				return d.Version
+			}
+		}
+	}
+	return "?"
 }

@@ -204,7 +204,7 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{Scenario: name}, err
 	}
-	b.procEnv["CONSUMER_IN_FLIGHT"] = strconv.Itoa(max(b.conc/4, 1)) // 4 partitions: the same concurrency in all
+	b.procEnv["CONSUMER_IN_FLIGHT"] = strconv.Itoa(b.conc) // the baseline's concurrency, over the 4 partitions
 	// A group of its own: joining the first worker's group would rebalance it.
 	b.group += "-ingress"
 	b.procEnv["CONSUMER_GROUP"] = b.group
@@ -226,7 +226,7 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 			}
 			// From the first start to the last: the group join is not throughput.
 			res := result(name, b.n, time.Duration(span*float64(time.Second)), nil)
-			res.Note = fmt.Sprintf("4 partitions x CONSUMER_IN_FLIGHT=%s (the baseline's concurrency); first to last start; all offsets committed",
+			res.Note = fmt.Sprintf("4 partitions, CONSUMER_IN_FLIGHT=%s over them (the baseline's concurrency); first to last start; all offsets committed",
 				b.procEnv["CONSUMER_IN_FLIGHT"])
 			return res, nil
 		}

@@ -52,11 +52,11 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.RequestsTopic = e.String("REQUESTS_TOPIC", "orders.requested")
 	c.DLQTopic = e.String("DLQ_TOPIC", "orders.requested.dlq")
 	c.Consumer = consumer.Options{
-		Topic:                c.RequestsTopic,
-		Group:                e.String("CONSUMER_GROUP", "orderflow-ingress"),
-		InFlightPerPartition: e.Int("CONSUMER_IN_FLIGHT", 16),
-		MaxUncommitted:       e.Int("CONSUMER_MAX_UNCOMMITTED", 128),
-		CommitInterval:       e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
+		Topic:          c.RequestsTopic,
+		Group:          e.String("CONSUMER_GROUP", "orderflow-ingress"),
+		InFlight:       e.Int("CONSUMER_IN_FLIGHT", 16),
+		MaxUncommitted: e.Int("CONSUMER_MAX_UNCOMMITTED", 128),
+		CommitInterval: e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
 	}
 	c.PaymentsURL = e.String("PAYMENTS_URL", "http://127.0.0.1:8099")
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")

@@ -53,8 +53,9 @@ type Options struct {
 	// Group is the consumer group (the dedup scope in processed_events is given to
 	// the intake service with the same name).
 	Group string
-	// InFlightPerPartition bounds concurrent handling within one partition.
-	InFlightPerPartition int
+	// InFlight bounds the messages this member handles at once, over all its
+	// partitions: a busy partition may use what an idle one leaves.
+	InFlight int
 	// CommitInterval is how often each partition commits its watermark: one commit
 	// covers every message acknowledged since the last one.
 	CommitInterval time.Duration
@@ -80,20 +81,21 @@ type Consumer struct {
 	logger  *slog.Logger
 	m       *Metrics
 
-	failing atomic.Int64 // handlers currently retrying a transient failure
+	failing atomic.Int64  // handlers currently retrying a transient failure
+	slots   chan struct{} // one per message in flight, over all partitions
 }
 
 // New returns a consumer; Run drives it.
 // readers opens a reader of one partition of the requests topic.
 func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics) *Consumer {
-	if opts.InFlightPerPartition <= 0 {
-		opts.InFlightPerPartition = 16
+	if opts.InFlight <= 0 {
+		opts.InFlight = 16
 	}
 	if opts.CommitInterval <= 0 {
 		opts.CommitInterval = 200 * time.Millisecond
 	}
-	if opts.MaxUncommitted < opts.InFlightPerPartition {
-		opts.MaxUncommitted = 8 * opts.InFlightPerPartition
+	if opts.MaxUncommitted < opts.InFlight {
+		opts.MaxUncommitted = 8 * opts.InFlight
 	}
 	if opts.RevokeBound <= 0 {
 		opts.RevokeBound = 3 * time.Second
@@ -101,7 +103,8 @@ func New(opts Options, group Group, readers func(partition int) PartitionReader,
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
-	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, store: store, logger: logger, m: m}
+	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, store: store, logger: logger, m: m,
+		slots: make(chan struct{}, opts.InFlight)}
 }
 
 // Ready reports whether the consumer makes progress: it is not while a handler is

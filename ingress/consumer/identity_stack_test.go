@@ -90,7 +90,7 @@ func TestStuckHeadMessageBoundsMemory(t *testing.T) {
 	const limit = 16
 	// The dead-letter topic does not exist and is not created: the head never settles.
 	reg, stop := p.runConsumerWith(t, consumer.Options{Group: p.group, CommitInterval: 50 * time.Millisecond,
-		InFlightPerPartition: 4, MaxUncommitted: limit}, stacktest.Name("missing-dlq"))
+		InFlight: 4, MaxUncommitted: limit}, stacktest.Name("missing-dlq"))
 	stacktest.Eventually(t, 30*time.Second, "the partition to fill up to its limit", func() bool {
 		return p.processed(t) >= limit-4
 	})

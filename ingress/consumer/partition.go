@@ -11,7 +11,8 @@ import (
 )
 
 // partition handles one assigned partition for one generation: a reader fetches
-// from the assigned offset; up to InFlightPerPartition messages are handled at once;
+// from the assigned offset; messages are handled concurrently within the member's
+// InFlight slots;
 // the contiguous watermark of settled messages is committed through the generation,
 // never past a message that is not settled. It holds at most MaxUncommitted messages
 // behind its oldest unsettled one; when full, it stops fetching.
@@ -60,7 +61,7 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	}
 	fetchCtx, stopFetching := context.WithCancel(genCtx)
 	defer stopFetching()
-	in := make(chan kafka.Message, c.opts.InFlightPerPartition)
+	in := make(chan kafka.Message) // each message on it holds a slot
 	go p.fetch(fetchCtx, reader, in)
 
 	w := &window{p: p}
@@ -85,7 +86,7 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	for {
 		p.held.Set(float64(len(w.queue) + len(in)))
 		take := in
-		if w.inflight >= c.opts.InFlightPerPartition || len(w.queue) >= c.opts.MaxUncommitted {
+		if len(w.queue) >= c.opts.MaxUncommitted {
 			take = nil // window full: the fetcher blocks, so this partition stops fetching
 		}
 		select {
@@ -118,7 +119,9 @@ func (w *window) start(m kafka.Message) {
 	w.queue = append(w.queue, &slot{m: m})
 	w.inflight++
 	go func() { // counted in inflight, awaited by finish before runPartition returns
-		w.p.results <- result{offset: m.Offset, settled: w.p.c.process(w.p.work, m)}
+		settled := w.p.c.process(w.p.work, m)
+		<-w.p.c.slots
+		w.p.results <- result{offset: m.Offset, settled: settled}
 	}()
 }
 
@@ -164,8 +167,14 @@ func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<-
 		p.c.m.consumed.Inc()
 		p.lag.Set(float64(max(m.HighWaterMark-m.Offset-1, 0)))
 		select {
+		case p.c.slots <- struct{}{}: // a slot, released when the message settles
+		case <-ctx.Done():
+			return
+		}
+		select {
 		case in <- m:
 		case <-ctx.Done():
+			<-p.c.slots
 			return
 		}
 	}
