@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
@@ -23,7 +25,6 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/workflows"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
 func TestClaimLifecycle(t *testing.T) {
