@@ -15,16 +15,12 @@ import (
 	"syscall"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/ingress/consumer"
-	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
-	"github.com/orderflow/orderflow/workflows"
 )
 
 func main() {
@@ -55,23 +51,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.KafkaBrokers, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.KafkaBrokers, c.DLQTopic)
-	group, err := kafkaclient.NewConsumerGroup(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
+	cons, err := newConsumer(c, base, dlq, reg, logger)
 	if err != nil {
 		return err
 	}
-	readers := func(p int) consumer.PartitionReader {
-		return kafkaclient.NewPartitionReader(c.KafkaBrokers, c.RequestsTopic, p)
-	}
-	in := intake.New(intake.Deps{
-		Events:    idempotency.NewEvents(base.Pool),
-		Orders:    orderstore.New(base.Pool),
-		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
-		Group:     c.Consumer.Group,
-		Logger:    logger,
-		// Temporal retains closed workflows for at least a day by default.
-		StartIsDedupWithin: c.StartIsDedupWithin,
-	})
-	cons := consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg))
 	base.Ready.Add("consumer", cons.Ready)
 	return worker.Run(ctx, worker.Deps{
 		Logger:   logger,

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// newConsumer builds the Kafka ingress: the group on the requests topic, a reader
+// per assigned partition, and the intake service that deduplicates events.
+func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, logger *slog.Logger) (*consumer.Consumer, error) {
+	group, err := kafkaclient.NewConsumerGroup(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
+	if err != nil {
+		return nil, err
+	}
+	readers := func(p int) consumer.PartitionReader {
+		return kafkaclient.NewPartitionReader(c.KafkaBrokers, c.RequestsTopic, p)
+	}
+	in := intake.New(intake.Deps{
+		Events:    idempotency.NewEvents(base.Pool),
+		Orders:    orderstore.New(base.Pool),
+		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
+		Group:     c.Consumer.Group,
+		Logger:    logger,
+		// Temporal retains closed workflows for at least a day by default.
+		StartIsDedupWithin: c.StartIsDedupWithin,
+	})
+	return consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg)), nil
+}
