@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"partition"}),
 		uncommitted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "orderflow_consumer_uncommitted_messages",
-			Help: "Messages a partition holds fetched but not yet committed (bounded by CONSUMER_MAX_UNCOMMITTED plus a small fetch buffer).",
+			Help: "Messages a partition holds fetched but not yet committed (bounded by CONSUMER_MAX_UNCOMMITTED).",
 		}, []string{"partition"}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "orderflow_consumer_rebalances_total", Help: "Consumer-group generations this member joined.",
