@@ -93,6 +93,9 @@ func TestTransitions(t *testing.T) {
 		ok       bool
 	}{
 		{StatusPending, StatusPaymentPending, true},
+		{StatusPending, StatusPaymentUnknown, true},
+		{StatusPaymentUnknown, StatusPaymentPending, true},
+		{StatusPaymentUnknown, StatusPaid, true},
 		{StatusPaymentPending, StatusPaid, true},
 		{StatusPaid, StatusCancelled, true},
 		{StatusPaid, StatusPaymentPending, false},

@@ -20,7 +20,9 @@ var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknow
 // Every status change of an order, in the workflow and in the store, is checked
 // against it; a terminal status has no way out.
 var transitions = map[Status][]Status{
-	StatusPending:        {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	// PAYMENT_UNKNOWN straight from PENDING: the charge step failed for good before
+	// it could record PAYMENT_PENDING (Postgres down), so only a lookup can tell.
+	StatusPending:        {StatusPaymentPending, StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
 	StatusPaymentPending: {StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
 	// Reconciled: found charged (PAID), or found not charged and charged again with
 	// the next key (PAYMENT_PENDING); never FAILED on a guess.
