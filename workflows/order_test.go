@@ -30,6 +30,7 @@ type fakes struct {
 	chargeKeys  []string
 	attempts    []int32
 	refunds     []activities.RefundInput
+	status      order.Status // the read model's, as the store would keep it
 }
 
 func (f *fakes) eventTypes() []string {
@@ -56,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	e := &env{
 		TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
-		f:                       &fakes{},
+		f:                       &fakes{status: order.StatusPending},
 		orders:                  activities.NewOrders(nil),
 		payments:                activities.NewPayments(nil, nil, activities.PaymentMetrics{}),
 		events:                  activities.NewEvents(nil),
@@ -78,6 +79,12 @@ func (e *env) execute(in PlaceOrder) {
 		func(_ context.Context, tr activities.Transition) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			// As the order store does: the domain's state machine decides.
+			if tr.To != f.status && !order.CanMove(f.status, tr.To) {
+				return temporal.NewNonRetryableApplicationError("cannot go from "+string(f.status)+" to "+string(tr.To),
+					activities.ErrInvalidTransition, nil)
+			}
+			f.status = tr.To
 			f.transitions = append(f.transitions, tr)
 			return nil
 		}).Maybe()
@@ -109,8 +116,18 @@ func (e *env) onCharge(results ...error) {
 			f.chargeKeys = append(f.chargeKeys, in.Key)
 			f.attempts = append(f.attempts, attempt)
 			n := len(f.chargeKeys)
+			err := results[min(n, len(results))-1]
+			var appErr *temporal.ApplicationError
+			if err == nil || errors.As(err, &appErr) {
+				// The attempt got as far as the provider, so the real activity had
+				// recorded PAYMENT_PENDING; a plain error stands for one that failed
+				// before (Postgres down).
+				if order.CanMove(f.status, order.StatusPaymentPending) {
+					f.status = order.StatusPaymentPending
+				}
+			}
 			f.mu.Unlock()
-			if err := results[min(n, len(results))-1]; err != nil {
+			if err != nil {
 				return activities.ChargeResult{}, err
 			}
 			return activities.ChargeResult{Key: in.Key, ChargeID: "ch_1"}, nil
