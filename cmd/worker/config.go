@@ -29,8 +29,6 @@ type cfg struct {
 	PaymentsAPIKey  string
 	PaymentsTimeout time.Duration
 	TenantCacheTTL  time.Duration
-	// StartIsDedupWithin: see intake.Deps.
-	StartIsDedupWithin time.Duration
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -62,7 +60,6 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
 	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", 10*time.Second)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
-	c.StartIsDedupWithin = e.Duration("EVENT_START_DEDUP_WITHIN", time.Hour)
 	if err := e.Err(); err != nil {
 		return c, err
 	}

@@ -31,8 +31,6 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
 		Group:     c.Consumer.Group,
 		Logger:    logger,
-		// Temporal retains closed workflows for at least a day by default.
-		StartIsDedupWithin: c.StartIsDedupWithin,
 	})
 	return consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg)), nil
 }

@@ -36,7 +36,7 @@ type Writer interface {
 
 // Intake places orders; the consumer's events use intake.FromEvent.
 type Intake interface {
-	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request, sent time.Time) intake.Outcome
+	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request) intake.Outcome
 }
 
 var (
@@ -172,7 +172,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
-	out := c.intake.PlaceEvent(ctx, ev.Tenant, ev.EventID, ev.Order, m.Time)
+	out := c.intake.PlaceEvent(ctx, ev.Tenant, ev.EventID, ev.Order)
 	switch out.Kind {
 	case intake.Created:
 		c.m.starts.Inc()

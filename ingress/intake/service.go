@@ -106,9 +106,6 @@ type Deps struct {
 	Workflows Workflows
 	Group     string
 	Logger    *slog.Logger
-	// StartIsDedupWithin is the age under which an event is deduplicated by its
-	// workflow start alone; it must be shorter than the namespace's retention.
-	StartIsDedupWithin time.Duration
 }
 
 // Service is the one way into orderflow: both ingresses place and cancel orders
@@ -131,7 +128,7 @@ func (s *Service) Place(ctx context.Context, tenant string, src Source, key stri
 	case FromHTTP:
 		return s.placeRequest(ctx, o, key, req, wait)
 	case FromEvent:
-		return s.placeEvent(ctx, o, key, req, time.Time{})
+		return s.placeEvent(ctx, o, key, req)
 	}
 	return unavailable("intake", fmt.Errorf("unknown source %q", src))
 }
@@ -239,33 +236,29 @@ func (s *Service) existing(ctx context.Context, o order.Order, key string, req R
 	return res, true
 }
 
-// PlaceEvent places the order of an event sent at sent (its Kafka timestamp). An
-// event younger than Deps.StartIsDedupWithin is deduplicated by the start itself
-// (Temporal refuses a second start of the ID while it retains the workflow), which
-// saves a read of processed_events per event; an older one, or one of unknown age,
-// is checked in Postgres first, since Temporal may have deleted its workflow.
-func (s *Service) PlaceEvent(ctx context.Context, tenant, eventID string, req Request, sent time.Time) Outcome {
-	return s.placeEvent(ctx, req.Order(tenant, order.WorkflowID(tenant, FromEvent, eventID)), eventID, req, sent)
+// PlaceEvent places the order of an event. processed_events is read first: it is
+// the dedup that outlives Temporal's retention, and it tells a redelivery from an
+// eventId reused with another order.
+func (s *Service) PlaceEvent(ctx context.Context, tenant, eventID string, req Request) Outcome {
+	return s.placeEvent(ctx, req.Order(tenant, order.WorkflowID(tenant, FromEvent, eventID)), eventID, req)
 }
 
-func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string, req Request, sent time.Time) Outcome {
+func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string, req Request) Outcome {
 	if s.d.Events == nil {
 		return unavailable("intake", errors.New("events are not taken here"))
 	}
 	out := Outcome{OrderID: o.ID, Kind: Replayed}
 	// same: a row older than fingerprints (nil) counts as this event.
 	same := func(stored []byte) bool { return stored == nil || SameRequest(stored, req) }
-	if sent.IsZero() || time.Since(sent) >= s.d.StartIsDedupWithin {
-		done, stored, err := s.d.Events.Processed(ctx, s.d.Group, o.Tenant, eventID)
-		switch {
-		case err != nil:
-			return unavailable("event log", err)
-		case done && !same(stored):
-			out.Kind = Mismatch
-			return out
-		case done:
-			return out
-		}
+	done, stored, err := s.d.Events.Processed(ctx, s.d.Group, o.Tenant, eventID)
+	switch {
+	case err != nil:
+		return unavailable("event log", err)
+	case done && !same(stored):
+		out.Kind = Mismatch
+		return out
+	case done:
+		return out
 	}
 	began := time.Now()
 	created, err := s.d.Workflows.StartNew(ctx, o)
@@ -273,15 +266,17 @@ func (s *Service) placeEvent(ctx context.Context, o order.Order, eventID string,
 		return unavailable("workflow start", err)
 	}
 	out.StartTook = time.Since(began)
-	inserted, stored, err := s.d.Events.MarkProcessed(ctx, s.d.Group, o.Tenant, eventID, Fingerprint(req), o.WorkflowID)
+	_, stored, err = s.d.Events.MarkProcessed(ctx, s.d.Group, o.Tenant, eventID, Fingerprint(req), o.WorkflowID)
 	switch {
 	case err != nil:
 		return unavailable("event log", err)
 	case !same(stored):
-		// The eventId was used before with another order: the start found that
-		// order's workflow and changed nothing.
+		// A concurrent delivery with another order got here first: the start found
+		// its workflow and changed nothing.
 		out.Kind = Mismatch
-	case inserted && created:
+	case created:
+		// The start decides, not the row: of two deliveries in one batch, the row
+		// may be written by the one whose start found the workflow.
 		out.Kind = Created
 	}
 	return out

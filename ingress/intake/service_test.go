@@ -309,34 +309,6 @@ func TestPlaceEventDeduplicates(t *testing.T) {
 	}
 }
 
-// A recent event is deduplicated by its start alone: no read of processed_events
-// per event, and still one workflow, and a reused eventId is still told apart.
-func TestPlaceRecentEventSkipsTheRead(t *testing.T) {
-	f := newFixture()
-	f.svc.d.StartIsDedupWithin = time.Hour
-	req, now := request(t, valid), time.Now()
-	if out := f.svc.PlaceEvent(context.Background(), "acme", "e1", req, now); out.Kind != Created {
-		t.Fatalf("first = %+v", out)
-	}
-	if out := f.svc.PlaceEvent(context.Background(), "acme", "e1", req, now); out.Kind != Replayed {
-		t.Fatalf("redelivery = %+v, want Replayed", out)
-	}
-	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.svc.PlaceEvent(context.Background(), "acme", "e1", other, now); out.Kind != Mismatch {
-		t.Fatalf("reused eventId = %+v, want Mismatch", out)
-	}
-	if f.events.reads != 0 {
-		t.Fatalf("%d reads of processed_events for recent events, want 0", f.events.reads)
-	}
-	// An old event (its workflow may be gone from Temporal) is read first.
-	if out := f.svc.PlaceEvent(context.Background(), "acme", "e1", req, now.Add(-2*time.Hour)); out.Kind != Replayed || f.events.reads != 1 {
-		t.Fatalf("old redelivery = %+v after %d reads, want Replayed after 1", out, f.events.reads)
-	}
-	if n := f.flows.started[order.WorkflowID("acme", order.FromEvent, "e1")]; n != 3 {
-		t.Fatalf("start calls = %d, want 3 (the old one never reaches the start)", n)
-	}
-}
-
 func TestCancel(t *testing.T) {
 	f := newFixture()
 	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)

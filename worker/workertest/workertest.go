@@ -107,12 +107,11 @@ func (h *Orders) StartWorkerProcess(tb testing.TB) *stacktest.Proc {
 // consumer group whose events it deduplicates ("" for HTTP only).
 func (h *Orders) Intake(group string, cancelWindow time.Duration) *intake.Service {
 	return intake.New(intake.Deps{
-		Keys:               idempotency.New(h.Pool, 24*time.Hour),
-		Events:             idempotency.NewEvents(h.Pool),
-		Orders:             orderstore.New(h.Pool),
-		Workflows:          intake.NewTemporal(h.Temporal, h.Queue, workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay}),
-		Group:              group,
-		StartIsDedupWithin: time.Hour,
-		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Keys:      idempotency.New(h.Pool, 24*time.Hour),
+		Events:    idempotency.NewEvents(h.Pool),
+		Orders:    orderstore.New(h.Pool),
+		Workflows: intake.NewTemporal(h.Temporal, h.Queue, workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay}),
+		Group:     group,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
