@@ -199,12 +199,9 @@ func knownCurrency(c string) bool {
 	return false
 }
 
-// FingerprintVersion is the version byte of Fingerprint (see order.Fingerprint).
-// Version 0 (32 bytes, no version byte) was a SHA-256 of the request's Go struct as
-// JSON, which a new optional field would have changed.
-const FingerprintVersion = order.FingerprintVersion
-
-// Fingerprint identifies a request's content, as order.Fingerprint.
+// Fingerprint identifies a request's content, as order.Fingerprint (versioned; a
+// version-0 fingerprint, 32 bytes without a version byte, was a SHA-256 of the
+// request's Go struct as JSON, which a new optional field would have changed).
 func Fingerprint(r Request) []byte {
 	return order.Fingerprint(r.CustomerID, r.Currency, r.Items, r.PaymentMethod)
 }

@@ -30,17 +30,11 @@ func NewTemporal(c client.Client, taskQueue string, policy workflows.Policy) *Te
 	return &Temporal{c: c, taskQueue: taskQueue, policy: policy}
 }
 
-// Start starts (or finds) the order's workflow and returns its run.
+// Start starts (or finds) the order's workflow and returns its run: a running
+// workflow absorbs the duplicate, and so does a closed one, whose ID can never start
+// a second run.
 func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
-	run, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        o.WorkflowID,
-		TaskQueue: t.taskQueue,
-		// A running workflow absorbs the duplicate...
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		// ...and so does a closed one: its ID can never start a second run.
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: false,
-	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, Policy: t.policy})
+	run, err := t.start(ctx, o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false)
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
 	}
@@ -50,13 +44,7 @@ func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
 // StartNew starts the order's workflow; created is false when the ID exists, running
 // or closed (and still retained).
 func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
-	_, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       o.WorkflowID,
-		TaskQueue:                                t.taskQueue,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, Policy: t.policy})
+	_, err := t.start(ctx, o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, true)
 	var exists *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &exists):
@@ -65,6 +53,18 @@ func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
 		return false, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
 	}
 	return true, nil
+}
+
+// start runs OrderWorkflow under the order's workflow ID, never reusing the ID of a
+// closed run.
+func (t *Temporal) start(ctx context.Context, o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) (client.WorkflowRun, error) {
+	return t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       o.WorkflowID,
+		TaskQueue:                                t.taskQueue,
+		WorkflowIDConflictPolicy:                 conflict,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
+	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, Policy: t.policy})
 }
 
 // Cancel sends the cancel update and waits for the order to settle. A workflow that
