@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	conc := fs.Int("c", 16, "concurrent clients (and in-flight messages per partition)")
 	bins := fs.String("bin", ".stack/bin", "folder with the api, worker and paysim binaries")
 	out := fs.String("out", "bench/results", "folder of the JSON reports")
+	only := fs.String("only", "", "comma-separated scenario numbers to run (e.g. 1,5); all when empty")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -86,13 +88,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return nil
 	}
 	steps := []struct {
+		id     string
 		run    func(context.Context) (Result, error)
 		starts bool // starts n orders that the worker then runs
 	}{
-		{b.baselineStart, true}, {b.httpStart, true}, {b.httpReplay, false}, {b.consumeCommitEach, false},
-		{b.consumeCommitBatched, false}, {b.kafkaIngress, true}, {b.endToEnd, true},
+		{"1", b.baselineStart, true}, {"2", b.httpStart, true}, {"3", b.httpReplay, false}, {"4", b.consumeCommitEach, false},
+		{"4", b.consumeCommitBatched, false}, {"5", b.kafkaIngress, true}, {"6", b.endToEnd, true},
 	}
 	for _, step := range steps {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
+			continue
+		}
 		if err := b.settle(ctx); err != nil {
 			return err
 		}

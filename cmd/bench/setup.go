@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,7 +44,9 @@ type bench struct {
 	procs   []*testkit.Proc
 	procEnv map[string]string
 	workerN int
-	started int // orders started so far, all of which must end PAID
+	ops     string      // the ops listener of the last worker started
+	retired []Resources // of the processes stopped before the end
+	started int         // orders started so far, all of which must end PAID
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
@@ -108,7 +111,21 @@ func (b *bench) startWorker(requestsTopic string) error {
 	if err != nil {
 		return err
 	}
+	b.ops = ops
 	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops}, "http://"+ops+"/readyz")
+}
+
+// replaceWorker stops the running worker and starts another that consumes
+// requestsTopic: the fleet stays one worker, as in the baseline.
+func (b *bench) replaceWorker(requestsTopic string) error {
+	i := slices.IndexFunc(b.procs, func(p *testkit.Proc) bool { return strings.HasPrefix(p.Name, "worker-") })
+	if i >= 0 {
+		p := b.procs[i]
+		b.retired = append(b.retired, measureProc(p))
+		p.Stop(30 * time.Second)
+		b.procs = slices.Delete(b.procs, i, i+1)
+	}
+	return b.startWorker(requestsTopic)
 }
 
 // start runs one of the binaries with the run's environment plus extra, and waits
@@ -147,31 +164,36 @@ type Resources struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
-// resources reads VmHWM and utime+stime of every process still running.
+// resources reads VmHWM and utime+stime of every process, the retired ones as
+// they were when stopped.
 func (b *bench) resources() []Resources {
-	var out []Resources
+	out := slices.Clone(b.retired)
 	for _, p := range b.procs {
-		pid := p.Pid()
-		r := Resources{Process: p.Name}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-			for _, line := range strings.Split(string(st), "\n") {
-				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-					r.PeakRSSMiB = kb / 1024
-				}
-			}
-		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			// Fields after the command name; utime and stime are the 14th and 15th.
-			s := string(st)
-			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-			if len(f) > 12 {
-				ut, _ := strconv.ParseFloat(f[11], 64)
-				stt, _ := strconv.ParseFloat(f[12], 64)
-				r.CPUSeconds = (ut + stt) / 100 // USER_HZ
-			}
-		}
-		out = append(out, r)
+		out = append(out, measureProc(p))
 	}
 	return out
+}
+
+func measureProc(p *testkit.Proc) Resources {
+	pid := p.Pid()
+	r := Resources{Process: p.Name}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				r.PeakRSSMiB = kb / 1024
+			}
+		}
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command name; utime and stime are the 14th and 15th.
+		s := string(st)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) > 12 {
+			ut, _ := strconv.ParseFloat(f[11], 64)
+			stt, _ := strconv.ParseFloat(f[12], 64)
+			r.CPUSeconds = (ut + stt) / 100 // USER_HZ
+		}
+	}
+	return r
 }

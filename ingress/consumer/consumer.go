@@ -176,6 +176,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	switch out.Kind {
 	case intake.Created:
 		c.m.starts.Inc()
+		c.m.startSeconds.Observe(out.StartTook.Seconds())
 	case intake.Replayed:
 		c.m.duplicates.Inc()
 	case intake.Mismatch:
@@ -199,8 +200,12 @@ func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
 		}
 	}()
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		err := c.handle(ctx, m)
 		if err == nil {
+			if attempt == 1 {
+				c.m.eventSeconds.Observe(time.Since(began).Seconds())
+			}
 			return true
 		}
 		if ctx.Err() != nil {

@@ -9,6 +9,8 @@ type Metrics struct {
 	duplicates    prometheus.Counter
 	deadLettered  prometheus.Counter
 	commitSeconds prometheus.Histogram
+	eventSeconds  prometheus.Histogram
+	startSeconds  prometheus.Histogram
 	lag           *prometheus.GaugeVec
 	uncommitted   *prometheus.GaugeVec
 	rebalances    prometheus.Counter
@@ -36,6 +38,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "orderflow_consumer_commit_duration_seconds", Help: "Latency of offset commits.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		eventSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "orderflow_consumer_event_duration_seconds", Help: "Time to settle one event (dedup, workflow start, processed_events row), first attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		startSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "orderflow_consumer_start_duration_seconds", Help: "Latency of the workflow starts of new events: the part of an event's time spent in Temporal.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "orderflow_consumer_lag_messages", Help: "Messages behind the partition's end offset (the broker's high watermark, as of the last fetch).",
 		}, []string{"partition"}),
@@ -56,7 +66,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "orderflow_consumer_commits_refused_stale_total", Help: "Offset commits the broker refused because the group had moved to another generation.",
 		}),
 	}
-	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.lag, m.uncommitted,
+	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.eventSeconds, m.startSeconds, m.lag, m.uncommitted,
 		m.rebalances, m.generation, m.owned, m.staleCommits)
 	return m
 }
