@@ -71,7 +71,7 @@ func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 	t.Helper()
 	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
 		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "TASK_QUEUE": r.Queue,
+		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": r.Env["PAYLOAD_KEYS"], "TASK_QUEUE": r.Queue,
 		"API_ADDR": r.apiAddr, "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
 	})
 	waitHTTP(t, "http://"+r.apiAddr+"/healthz")

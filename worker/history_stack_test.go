@@ -7,14 +7,17 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/workflows"
@@ -85,7 +88,13 @@ func TestRealHistoriesReplay(t *testing.T) {
 	}
 	h.Sim.SetFaults(sandbox.Faults{})
 
-	replayer := sdkworker.NewWorkflowReplayer()
+	// The histories are encrypted with the stack's keys, as the worker wrote them.
+	codec := stackCodec(t)
+	dc, fc := payloadcodec.Converters(codec)
+	replayer, err := sdkworker.NewWorkflowReplayerWithOptions(sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
 	replayer.RegisterWorkflow(workflows.OrderWorkflow)
 	logger := tlog.NewStructuredLogger(stacktest.Logger(t))
 	for name, hist := range histories {
@@ -93,6 +102,17 @@ func TestRealHistoriesReplay(t *testing.T) {
 			t.Fatalf("replay %s: %v", name, err)
 		}
 		if os.Getenv("ORDERFLOW_RECORD_HISTORIES") == "1" {
+			// Stored decrypted: the stack's key is its own, the fixtures are everyone's.
+			walkPayloads(hist, func(p *commonpb.Payload) {
+				dec, err := codec.Decode([]*commonpb.Payload{p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if dec[0] != p {
+					proto.Reset(p)
+					proto.Merge(p, dec[0])
+				}
+			})
 			b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 			if err != nil {
 				t.Fatal(err)

@@ -38,6 +38,9 @@ type Deps struct {
 	Writers    []Closer // closed after the Temporal worker stops: activities write to them
 	Registry   *prometheus.Registry
 	Ready      *telemetry.Readiness
+	// Codec is the Temporal Web UI's codec endpoint, served on the ops listener
+	// at /codec/ (operators only); nil for none.
+	Codec http.Handler
 }
 
 // RunOptions are the worker's limits plus its process settings.
@@ -130,6 +133,9 @@ func opsServer(d Deps, addr string) (*http.Server, net.Listener, error) {
 	}
 	mux := http.NewServeMux()
 	telemetry.Mount(mux, d.Registry, d.Ready)
+	if d.Codec != nil {
+		mux.Handle("/codec/", d.Codec)
+	}
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln, nil
 }
 

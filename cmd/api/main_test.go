@@ -27,7 +27,7 @@ func TestServeDrainsAndSurvivesSlowClients(t *testing.T) {
 	ln.Close()
 	vars := map[string]string{
 		"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"],
-		"API_ADDR": addr, "DRAIN_DELAY": "0s", "LOG_LEVEL": "warn",
+		"PAYLOAD_KEYS": env["PAYLOAD_KEYS"], "API_ADDR": addr, "DRAIN_DELAY": "0s", "LOG_LEVEL": "warn",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	env := map[string]string{}
-	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS"} {
+	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS", "PAYLOAD_KEYS"} {
 		if env[k] = getenv(k); env[k] == "" {
 			return fmt.Errorf("%s is not set: run through make bench (it reads .stack/env)", k)
 		}

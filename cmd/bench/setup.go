@@ -20,6 +20,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/testkit"
 )
@@ -65,7 +66,11 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if b.apiKey, err = apikeys.New(b.pool, apikeys.DefaultCacheTTL).Create(ctx, b.tenant); err != nil {
 		return nil, err
 	}
-	if b.tc, err = temporalclient.Dial(ctx, env["TEMPORAL_ADDRESS"], env["TEMPORAL_NAMESPACE"], logger); err != nil {
+	ring, err := payloadcodec.ParseKeyring(env["PAYLOAD_KEYS"])
+	if err != nil {
+		return nil, fmt.Errorf("PAYLOAD_KEYS: %w", err)
+	}
+	if b.tc, err = temporalclient.Dial(ctx, env["TEMPORAL_ADDRESS"], env["TEMPORAL_NAMESPACE"], payloadcodec.New(ring), logger); err != nil {
 		return nil, err
 	}
 	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
@@ -86,7 +91,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	b.simURL, b.apiURL = "http://"+simAddr, "http://"+apiAddr
 	b.procEnv = map[string]string{
 		"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": env["TEMPORAL_NAMESPACE"],
-		"KAFKA_BROKERS": env["KAFKA_BROKERS"], "TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
+		"KAFKA_BROKERS": env["KAFKA_BROKERS"], "PAYLOAD_KEYS": env["PAYLOAD_KEYS"], "TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
 		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": "2s",
 		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc),
 	}

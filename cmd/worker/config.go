@@ -29,6 +29,7 @@ type cfg struct {
 	PaymentsAPIKey  string
 	PaymentsTimeout time.Duration
 	TenantCacheTTL  time.Duration
+	CodecOrigin     string // the Temporal Web UI's origin, let through CORS to /codec/
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -60,6 +61,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
 	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", 10*time.Second)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
+	c.CodecOrigin = e.String("CODEC_CORS_ORIGIN", "")
 	if err := e.Err(); err != nil {
 		return c, err
 	}

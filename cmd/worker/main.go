@@ -18,6 +18,7 @@ import (
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
@@ -68,5 +69,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
 		Registry: reg,
 		Ready:    base.Ready,
+		Codec:    payloadcodec.Handler(base.Codec, c.CodecOrigin),
 	}, c.Run)
 }

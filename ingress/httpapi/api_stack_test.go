@@ -401,7 +401,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	h.url = "http://" + addr
 	env := map[string]string{
 		"DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"], "TASK_QUEUE": h.Queue, "API_ADDR": addr, "DRAIN_DELAY": "0s",
+		"TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": addr, "DRAIN_DELAY": "0s",
 	}
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 )
@@ -19,6 +20,7 @@ import (
 type Base struct {
 	Pool     *pgxpool.Pool
 	Temporal client.Client
+	Codec    *payloadcodec.Codec // the Temporal client's payload encryption
 	Ready    *telemetry.Readiness
 }
 
@@ -28,7 +30,8 @@ func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, err
 	if err != nil {
 		return nil, err
 	}
-	tc, err := temporalclient.Dial(ctx, c.TemporalAddress, c.TemporalNamespace, logger)
+	codec := payloadcodec.New(c.PayloadKeys)
+	tc, err := temporalclient.Dial(ctx, c.TemporalAddress, c.TemporalNamespace, codec, logger)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -36,7 +39,7 @@ func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, err
 	ready := &telemetry.Readiness{}
 	ready.Add("postgres", pool.Ping)
 	ready.Add("temporal", temporalclient.Check(tc))
-	return &Base{Pool: pool, Temporal: tc, Ready: ready}, nil
+	return &Base{Pool: pool, Temporal: tc, Codec: codec, Ready: ready}, nil
 }
 
 // Close closes the Temporal client, then the pool: the pool last, since everything

@@ -26,6 +26,8 @@ import (
 
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/testkit"
 )
 
@@ -60,15 +62,27 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// Temporal returns a client of the stack's Temporal server.
+// Temporal returns a client of the stack's Temporal server, encrypting payloads
+// with the stack's PAYLOAD_KEYS as the binaries do.
 func Temporal(tb testing.TB) client.Client {
 	tb.Helper()
+	return TemporalWithKeys(tb, Env(tb)["PAYLOAD_KEYS"])
+}
+
+// TemporalWithKeys is Temporal with another payload keyring ("" for none: the
+// client then reads history as it is stored).
+func TemporalWithKeys(tb testing.TB, keys string) client.Client {
+	tb.Helper()
 	env := Env(tb)
-	c, err := client.Dial(client.Options{
-		HostPort:  env["TEMPORAL_ADDRESS"],
-		Namespace: env["TEMPORAL_NAMESPACE"],
-		Logger:    tlog.NewStructuredLogger(Logger(tb)),
-	})
+	opts := client.Options{HostPort: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"], Logger: tlog.NewStructuredLogger(Logger(tb))}
+	if keys != "" {
+		ring, err := payloadcodec.ParseKeyring(keys)
+		if err != nil {
+			tb.Fatalf("payload keys: %v", err)
+		}
+		opts = temporalclient.Options(opts.HostPort, opts.Namespace, payloadcodec.New(ring), Logger(tb))
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		tb.Fatalf("dial temporal: %v", err)
 	}

@@ -87,6 +87,7 @@ func (h *Orders) WorkerEnv() map[string]string {
 		"TEMPORAL_ADDRESS":     h.Env["TEMPORAL_ADDRESS"],
 		"TEMPORAL_NAMESPACE":   h.Env["TEMPORAL_NAMESPACE"],
 		"KAFKA_BROKERS":        h.Env["KAFKA_BROKERS"],
+		"PAYLOAD_KEYS":         h.Env["PAYLOAD_KEYS"],
 		"TASK_QUEUE":           h.Queue,
 		"EVENTS_TOPIC":         h.Topic,
 		"PAYMENTS_URL":         h.SimURL,

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 )
 
 // Env reads settings from a getenv function (os.Getenv in mains, a map in tests).
@@ -93,6 +95,8 @@ type Common struct {
 	LookupDelay       time.Duration
 	ShutdownTimeout   time.Duration
 	LogLevel          string
+	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
+	PayloadKeys *payloadcodec.Keyring
 }
 
 // Common reads the shared settings.
@@ -107,5 +111,19 @@ func (e *Env) Common() Common {
 		LookupDelay:       e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
 		ShutdownTimeout:   e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		LogLevel:          e.String("LOG_LEVEL", "info"),
+		PayloadKeys:       e.keyring("PAYLOAD_KEYS"),
 	}
+}
+
+// keyring reads a required payload keyring; the error never quotes the value.
+func (e *Env) keyring(key string) *payloadcodec.Keyring {
+	spec := e.Required(key)
+	if spec == "" {
+		return nil
+	}
+	ring, err := payloadcodec.ParseKeyring(spec)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s: %w", key, err))
+	}
+	return ring
 }

@@ -41,3 +41,24 @@ func TestEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestCommonNeedsPayloadKeysAndNeverQuotesThem(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://x"}
+	e := New(func(k string) string { return env[k] })
+	e.Common()
+	if err := e.Err(); err == nil || !strings.Contains(err.Error(), "PAYLOAD_KEYS") {
+		t.Fatalf("missing PAYLOAD_KEYS: %v", err)
+	}
+	env["PAYLOAD_KEYS"] = "k1:c2hvcnQtc2VjcmV0LXZhbHVl" // 18 bytes: too short for AES-256
+	e = New(func(k string) string { return env[k] })
+	e.Common()
+	err := e.Err()
+	if err == nil || strings.Contains(err.Error(), "c2hvcnQtc2VjcmV0LXZhbHVl") {
+		t.Fatalf("bad PAYLOAD_KEYS: %v", err)
+	}
+	env["PAYLOAD_KEYS"] = "k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+	e = New(func(k string) string { return env[k] })
+	if c := e.Common(); e.Err() != nil || c.PayloadKeys.WriterID() != "k1" {
+		t.Fatalf("good PAYLOAD_KEYS: %v", e.Err())
+	}
+}
