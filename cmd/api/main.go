@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer base.Close() // after the server has drained
-	reg := telemetry.NewRegistry()
+	reg := base.Registry
 	purged := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orderflow_idempotency_keys_purged_total", Help: "Expired idempotency records deleted.",
 	})

@@ -70,7 +70,9 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if err != nil {
 		return nil, fmt.Errorf("PAYLOAD_KEYS: %w", err)
 	}
-	if b.tc, err = temporalclient.Dial(ctx, env["TEMPORAL_ADDRESS"], env["TEMPORAL_NAMESPACE"], payloadcodec.New(ring), logger); err != nil {
+	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{
+		Address: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"], Codec: payloadcodec.New(ring), Logger: logger,
+	}); err != nil {
 		return nil, err
 	}
 	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {

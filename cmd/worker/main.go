@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer base.Close() // after worker.Run's ordered stop
-	reg := telemetry.NewRegistry()
+	reg := base.Registry
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.KafkaBrokers, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.KafkaBrokers, c.DLQTopic)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/internal/platform/config"
@@ -22,6 +23,8 @@ type Base struct {
 	Temporal client.Client
 	Codec    *payloadcodec.Codec // the Temporal client's payload encryption
 	Ready    *telemetry.Readiness
+	// Registry holds the process's metrics, the Temporal SDK's among them.
+	Registry *prometheus.Registry
 }
 
 // Open connects to Postgres and Temporal.
@@ -31,7 +34,15 @@ func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, err
 		return nil, err
 	}
 	codec := payloadcodec.New(c.PayloadKeys)
-	tc, err := temporalclient.Dial(ctx, c.TemporalAddress, c.TemporalNamespace, codec, logger)
+	reg := telemetry.NewRegistry()
+	sdkMetrics, err := telemetry.SDKMetrics(reg, logger)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	tc, err := temporalclient.Dial(ctx, temporalclient.Settings{
+		Address: c.TemporalAddress, Namespace: c.TemporalNamespace, Codec: codec, Metrics: sdkMetrics, Logger: logger,
+	})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -39,7 +50,7 @@ func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, err
 	ready := &telemetry.Readiness{}
 	ready.Add("postgres", pool.Ping)
 	ready.Add("temporal", temporalclient.Check(tc))
-	return &Base{Pool: pool, Temporal: tc, Codec: codec, Ready: ready}, nil
+	return &Base{Pool: pool, Temporal: tc, Codec: codec, Ready: ready, Registry: reg}, nil
 }
 
 // Close closes the Temporal client, then the pool: the pool last, since everything

@@ -80,7 +80,7 @@ func TemporalWithKeys(tb testing.TB, keys string) client.Client {
 		if err != nil {
 			tb.Fatalf("payload keys: %v", err)
 		}
-		opts = temporalclient.Options(opts.HostPort, opts.Namespace, payloadcodec.New(ring), Logger(tb))
+		opts = temporalclient.Settings{Address: opts.HostPort, Namespace: opts.Namespace, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
 	}
 	c, err := client.Dial(opts)
 	if err != nil {

@@ -5,6 +5,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 )
 
 // NewLogger returns a JSON logger at the given level ("debug", "info", "warn", "error").
@@ -98,4 +103,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// SDKMetrics is a Temporal SDK metrics handler that exports into reg, so the SDK's
+// own metrics (schedule-to-start latency, slots, poll errors, request failures)
+// sit beside ours on /metrics: temporal_* names, durations in seconds.
+func SDKMetrics(reg prometheus.Registerer, logger *slog.Logger) (client.MetricsHandler, error) {
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	if err != nil {
+		return nil, fmt.Errorf("temporal sdk metrics: %w", err)
+	}
+	seconds := sdkmetric.NewView(sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram, Unit: "s"},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+			Boundaries: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}})
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(seconds))
+	return temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
+		Meter:                mp.Meter("temporal-sdk-go"),
+		UseMonotonicCounters: true,
+		OnError:              func(err error) { logger.Warn("temporal sdk metric", "err", err) },
+	}), nil
 }

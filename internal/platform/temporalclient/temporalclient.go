@@ -14,25 +14,35 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 )
 
+// Settings are what a client is dialed with.
+type Settings struct {
+	Address, Namespace string
+	// Codec encrypts every payload the client and its workers write.
+	Codec converter.PayloadCodec
+	// Metrics receives the SDK's own metrics; nil for none.
+	Metrics client.MetricsHandler
+	Logger  *slog.Logger
+}
+
 // Dial connects to Temporal and checks that the frontend answers.
-// Every payload it writes is encrypted through codec.
-func Dial(ctx context.Context, address, namespace string, codec converter.PayloadCodec, logger *slog.Logger) (client.Client, error) {
-	c, err := client.DialContext(ctx, Options(address, namespace, codec, logger))
+func Dial(ctx context.Context, s Settings) (client.Client, error) {
+	c, err := client.DialContext(ctx, s.Options())
 	if err != nil {
-		return nil, fmt.Errorf("dial temporal at %s: %w", address, err)
+		return nil, fmt.Errorf("dial temporal at %s: %w", s.Address, err)
 	}
 	return c, nil
 }
 
 // Options are the client options of Dial.
-func Options(address, namespace string, codec converter.PayloadCodec, logger *slog.Logger) client.Options {
-	dc, fc := payloadcodec.Converters(codec)
+func (s Settings) Options() client.Options {
+	dc, fc := payloadcodec.Converters(s.Codec)
 	return client.Options{
-		HostPort:         address,
-		Namespace:        namespace,
-		Logger:           tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		HostPort:         s.Address,
+		Namespace:        s.Namespace,
+		Logger:           tlog.NewStructuredLogger(s.Logger.With("component", "temporal")),
 		DataConverter:    dc,
 		FailureConverter: fc,
+		MetricsHandler:   s.Metrics,
 	}
 }
 
