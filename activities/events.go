@@ -9,6 +9,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Event types published to orders.events.
@@ -29,11 +31,13 @@ var _ MessageWriter = (*kafka.Writer)(nil)
 // Events publishes order events.
 type Events struct {
 	w MessageWriter
+	t *tracing.Tracing
 }
 
-// NewEvents returns the publishing activities.
-func NewEvents(w MessageWriter) *Events {
-	return &Events{w: w}
+// NewEvents returns the publishing activities; t (nil for none) traces each publish
+// and hands its trace context to consumers in the message headers.
+func NewEvents(w MessageWriter, t *tracing.Tracing) *Events {
+	return &Events{w: w, t: t}
 }
 
 // Event is an order event. EventID is derived from the workflow ID and the type, so
@@ -61,14 +65,17 @@ func (a *Events) Publish(ctx context.Context, e Event) error {
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	err = a.w.WriteMessages(ctx, kafka.Message{
-		Key:   []byte(e.OrderID),
-		Value: value,
-		Headers: []kafka.Header{
-			{Key: "eventId", Value: []byte(e.EventID)},
-			{Key: "type", Value: []byte(e.Type)},
-		},
-	})
+	headers := []kafka.Header{
+		{Key: "eventId", Value: []byte(e.EventID)},
+		{Key: "type", Value: []byte(e.Type)},
+	}
+	if a.t != nil {
+		var span trace.Span
+		ctx, span = a.t.Tracer().Start(ctx, "publish "+e.Type, trace.WithSpanKind(trace.SpanKindProducer))
+		defer span.End()
+		headers = a.t.Inject(ctx, headers)
+	}
+	err = a.w.WriteMessages(ctx, kafka.Message{Key: []byte(e.OrderID), Value: value, Headers: headers})
 	if err != nil {
 		return fmt.Errorf("publish %s %s: %w", e.Type, e.EventID, err)
 	}

@@ -60,7 +60,7 @@ func newEnv(t *testing.T) *env {
 		f:                       &fakes{status: order.StatusPending},
 		orders:                  activities.NewOrders(nil),
 		payments:                activities.NewPayments(nil, nil, activities.PaymentMetrics{}),
-		events:                  activities.NewEvents(nil),
+		events:                  activities.NewEvents(nil, nil),
 	}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWorkflowID})
 	e.RegisterWorkflow(OrderWorkflow)

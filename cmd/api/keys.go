@@ -24,7 +24,7 @@ func keys(ctx context.Context, c cfg, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, c.DatabaseURL, 2)
+	pool, err := database.Open(ctx, c.DatabaseURL, 2, nil)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
 )
 
@@ -52,7 +53,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("unknown command %q (want migrate or keys)", cmd)
 	}
 
-	base, err := platform.Open(ctx, c.Common, logger)
+	traces, err := tracing.FromEnv(ctx, "orderflow-api", getenv)
+	if err != nil {
+		return err
+	}
+	defer traces.Flush(logger) // last: spans of the stop are sent too
+	base, err := platform.Open(ctx, c.Common, traces, logger)
 	if err != nil {
 		return err
 	}
@@ -74,6 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
 		}),
 		MaxBodyBytes: int64(c.MaxBodyBytes),
+		Tracing:      traces,
 	})
 	return httpapi.Serve(ctx, handler, base.Ready, c.Serve, logger)
 }

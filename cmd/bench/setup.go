@@ -57,7 +57,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	var err error
-	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20); err != nil {
+	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20, nil); err != nil {
 		return nil, err
 	}
 	if err := database.Migrate(ctx, b.pool, logger); err != nil {

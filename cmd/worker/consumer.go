@@ -12,12 +12,13 @@ import (
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
 )
 
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader
 // per assigned partition, and the intake service that deduplicates events.
-func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, logger *slog.Logger) (*consumer.Consumer, error) {
+func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, traces *tracing.Tracing, logger *slog.Logger) (*consumer.Consumer, error) {
 	group, err := kafkaclient.NewConsumerGroup(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
 	if err != nil {
 		return nil, err
@@ -32,5 +33,5 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 		Group:     c.Consumer.Group,
 		Logger:    logger,
 	})
-	return consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg)), nil
+	return consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

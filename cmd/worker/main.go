@@ -14,12 +14,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"net/http"
+
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
 )
@@ -43,7 +46,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return command(ctx, c, args[1:], logger, stdout)
 	}
 
-	base, err := platform.Open(ctx, c.Common, logger)
+	traces, err := tracing.FromEnv(ctx, "orderflow-worker", getenv)
+	if err != nil {
+		return err
+	}
+	defer traces.Flush(logger) // last: spans of the stop are sent too
+	base, err := platform.Open(ctx, c.Common, traces, logger)
 	if err != nil {
 		return err
 	}
@@ -52,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.KafkaBrokers, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.KafkaBrokers, c.DLQTopic)
-	cons, err := newConsumer(c, base, dlq, reg, logger)
+	cons, err := newConsumer(c, base, dlq, reg, traces, logger)
 	if err != nil {
 		return err
 	}
@@ -62,8 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Temporal: base.Temporal,
 		Activities: worker.Activities{
 			Orders:   activities.NewOrders(base.Pool),
-			Payments: activities.NewPayments(base.Pool, provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout), activities.NewPaymentMetrics(reg)),
-			Events:   activities.NewEvents(events),
+			Payments: activities.NewPayments(base.Pool, provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout, traces.Transport(http.DefaultTransport)), activities.NewPaymentMetrics(reg)),
+			Events:   activities.NewEvents(events, traces),
 		},
 		Consumer: cons,
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},

@@ -13,6 +13,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Group is a kafka-go consumer group (*kafka.ConsumerGroup): each generation
@@ -80,6 +83,7 @@ type Consumer struct {
 	store   *Store
 	logger  *slog.Logger
 	m       *Metrics
+	t       *tracing.Tracing
 
 	failing atomic.Int64  // handlers currently retrying a transient failure
 	slots   chan struct{} // one per message in flight, over all partitions
@@ -87,7 +91,8 @@ type Consumer struct {
 
 // New returns a consumer; Run drives it.
 // readers opens a reader of one partition of the requests topic.
-func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics) *Consumer {
+// t (nil for none) continues each event's trace from its message headers.
+func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics, t *tracing.Tracing) *Consumer {
 	if opts.InFlight <= 0 {
 		opts.InFlight = 16
 	}
@@ -103,7 +108,7 @@ func New(opts Options, group Group, readers func(partition int) PartitionReader,
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
-	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, store: store, logger: logger, m: m,
+	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, store: store, logger: logger, m: m, t: t,
 		slots: make(chan struct{}, opts.InFlight)}
 }
 
@@ -192,6 +197,13 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 // process retries handle with capped backoff until it settles the message or ctx
 // ends; it never skips a message.
 func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
+	if c.t != nil { // one span over every attempt, in the producer's trace
+		var span trace.Span
+		ctx, span = c.t.Tracer().Start(c.t.Extract(ctx, m.Headers), "consume "+m.Topic, trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(attribute.String("messaging.system", "kafka"), attribute.Int("messaging.destination.partition.id", m.Partition),
+				attribute.Int64("messaging.kafka.offset", m.Offset)))
+		defer span.End()
+	}
 	backoff := newBackoff()
 	counted := false
 	defer func() {
@@ -215,7 +227,7 @@ func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
 			counted = true
 			c.failing.Add(1)
 		}
-		c.logger.Warn("message not settled; retrying", "partition", m.Partition, "offset", m.Offset, "attempt", attempt, "err", err)
+		c.logger.WarnContext(ctx, "message not settled; retrying", "partition", m.Partition, "offset", m.Offset, "attempt", attempt, "err", err)
 		if !backoff.wait(ctx) {
 			return false
 		}

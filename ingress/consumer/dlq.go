@@ -38,7 +38,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, cause error)
 		return fmt.Errorf("dead-letter partition %d offset %d: %w", m.Partition, m.Offset, err)
 	}
 	c.m.deadLettered.Inc()
-	c.logger.Warn("poison message dead-lettered", "partition", m.Partition, "offset", m.Offset, "reason", cause.Error())
+	c.logger.WarnContext(ctx, "poison message dead-lettered", "partition", m.Partition, "offset", m.Offset, "reason", cause.Error())
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/internal/apikeys"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type metrics struct {
@@ -66,6 +67,7 @@ func observe(logger *slog.Logger, m *metrics) func(http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			took := time.Since(began)
+			trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
 			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 			m.duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
 			if route == "/healthz" || route == "/readyz" || route == "/metrics" {

@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
 )
 
 //go:embed openapi.yaml
@@ -48,6 +49,8 @@ type Deps struct {
 	Keys         KeyStore
 	Intake       Intake
 	MaxBodyBytes int64
+	// Tracing makes a server span of each request (nil: none).
+	Tracing *tracing.Tracing
 }
 
 // NewServer returns the API's handler.
@@ -76,5 +79,8 @@ func NewServer(d Deps) http.Handler {
 		r.Get("/orders/{id}", a.getOrder)
 		r.Post("/orders/{id}/cancel", a.cancelOrder)
 	})
-	return r
+	if d.Tracing == nil {
+		return r
+	}
+	return d.Tracing.Handler(r, "orderflow.api")
 }

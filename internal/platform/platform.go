@@ -15,6 +15,8 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"go.temporal.io/sdk/interceptor"
 )
 
 // Base is a process's connections and its readiness, which checks both.
@@ -27,9 +29,9 @@ type Base struct {
 	Registry *prometheus.Registry
 }
 
-// Open connects to Postgres and Temporal.
-func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, error) {
-	pool, err := database.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns))
+// Open connects to Postgres and Temporal, both traced through t.
+func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog.Logger) (*Base, error) {
+	pool, err := database.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), t.Pgx())
 	if err != nil {
 		return nil, err
 	}
@@ -40,8 +42,14 @@ func Open(ctx context.Context, c config.Common, logger *slog.Logger) (*Base, err
 		pool.Close()
 		return nil, err
 	}
+	traced, err := t.Temporal()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	tc, err := temporalclient.Dial(ctx, temporalclient.Settings{
-		Address: c.TemporalAddress, Namespace: c.TemporalNamespace, Codec: codec, Metrics: sdkMetrics, Logger: logger,
+		Address: c.TemporalAddress, Namespace: c.TemporalNamespace, Codec: codec, Metrics: sdkMetrics,
+		Interceptors: []interceptor.ClientInterceptor{traced}, Logger: logger,
 	})
 	if err != nil {
 		pool.Close()

@@ -75,11 +75,12 @@ type Client struct {
 }
 
 // New returns a client of the provider at baseURL; timeout bounds each request.
-func New(baseURL, apiKey string, timeout time.Duration) *Client {
+// transport may be nil (http.DefaultTransport); the worker passes a traced one.
+func New(baseURL, apiKey string, timeout time.Duration, transport http.RoundTripper) *Client {
 	return &Client{
 		base:   strings.TrimRight(baseURL, "/"),
 		apiKey: apiKey,
-		hc:     &http.Client{Timeout: timeout},
+		hc:     &http.Client{Timeout: timeout, Transport: transport},
 	}
 }
 

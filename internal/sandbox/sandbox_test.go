@@ -20,7 +20,7 @@ func newSandbox(t *testing.T) (*sandbox.Server, *provider.Client) {
 	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{SearchDelay: 100 * time.Millisecond})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	return sim, provider.New(srv.URL, "sk_test", 2*time.Second)
+	return sim, provider.New(srv.URL, "sk_test", 2*time.Second, nil)
 }
 
 func TestSameKeyChargesOnce(t *testing.T) {

@@ -51,7 +51,7 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 	env := Env(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := database.Open(ctx, env["DATABASE_URL"], 10)
+	pool, err := database.Open(ctx, env["DATABASE_URL"], 10, nil)
 	if err != nil {
 		tb.Fatalf("open database: %v", err)
 	}

@@ -18,11 +18,13 @@ import (
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Orders is the order pipeline on the real stack for one test: its own task queue
@@ -37,6 +39,8 @@ type Orders struct {
 	Topic    string
 	Brokers  []string
 	Env      map[string]string
+	// Tracing traces the in-process worker's activities (not recorded by default).
+	Tracing *tracing.Tracing
 }
 
 // NewOrders prepares the pipeline; no worker runs yet.
@@ -50,6 +54,7 @@ func NewOrders(tb testing.TB) *Orders {
 		Topic:    stacktest.Topic(tb, 1),
 		Brokers:  stacktest.Brokers(tb),
 		Env:      stacktest.Env(tb),
+		Tracing:  tracing.With(noop.NewTracerProvider()),
 	}
 	srv := httptest.NewServer(h.Sim.Handler())
 	tb.Cleanup(srv.Close)
@@ -64,8 +69,8 @@ func (h *Orders) StartWorker(tb testing.TB) {
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
 		worker.Activities{
 			Orders:   activities.NewOrders(h.Pool),
-			Payments: activities.NewPayments(h.Pool, provider.New(h.SimURL, "", 2*time.Second), activities.NewPaymentMetrics(prometheus.NewRegistry())),
-			Events:   activities.NewEvents(writer),
+			Payments: activities.NewPayments(h.Pool, provider.New(h.SimURL, "", 2*time.Second, h.Tracing.Transport(nil)), activities.NewPaymentMetrics(prometheus.NewRegistry())),
+			Events:   activities.NewEvents(writer, h.Tracing),
 		})
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)

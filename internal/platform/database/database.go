@@ -11,11 +11,13 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/orderflow/orderflow/migrations"
 )
 
 // Open connects a pool and pings it, so a wrong URL fails at start, not at first use.
-func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+// tracer, if not nil, traces every query.
+func Open(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -23,6 +25,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
@@ -65,7 +68,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error
 // MigrateURL opens a small pool on url, applies the migrations and closes it: the
 // binaries' `migrate` command.
 func MigrateURL(ctx context.Context, url string, logger *slog.Logger) error {
-	pool, err := Open(ctx, url, 2)
+	pool, err := Open(ctx, url, 2, nil)
 	if err != nil {
 		return err
 	}

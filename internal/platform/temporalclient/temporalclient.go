@@ -12,6 +12,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"go.temporal.io/sdk/interceptor"
 )
 
 // Settings are what a client is dialed with.
@@ -21,7 +22,9 @@ type Settings struct {
 	Codec converter.PayloadCodec
 	// Metrics receives the SDK's own metrics; nil for none.
 	Metrics client.MetricsHandler
-	Logger  *slog.Logger
+	// Interceptors of the client and of every worker made from it (tracing).
+	Interceptors []interceptor.ClientInterceptor
+	Logger       *slog.Logger
 }
 
 // Dial connects to Temporal and checks that the frontend answers.
@@ -43,6 +46,7 @@ func (s Settings) Options() client.Options {
 		DataConverter:    dc,
 		FailureConverter: fc,
 		MetricsHandler:   s.Metrics,
+		Interceptors:     s.Interceptors,
 	}
 }
 

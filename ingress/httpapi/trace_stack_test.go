@@ -1,0 +1,51 @@
+package httpapi_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker/workertest"
+)
+
+// A POST is one trace: the API's server span, the workflow start under it, the run,
+// the charge with its provider call, and the OrderPaid publish.
+func TestPostIsOneTrace(t *testing.T) {
+	h := workertest.NewOrders(t)
+	exp := h.Traced(t)
+	h.StartWorker(t)
+	ks := apikeys.New(h.Pool, time.Minute)
+	tenant := stacktest.Name("tenant")
+	key, err := ks.Create(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
+		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Ready: &telemetry.Readiness{},
+		Keys: ks, Intake: h.Intake("", 0), MaxBodyBytes: 64 << 10, Tracing: h.Tracing,
+	}))
+	t.Cleanup(srv.Close)
+	if r := do(t, http.MethodPost, srv.URL+"/v1/orders", key, body, map[string]string{"Idempotency-Key": "k1"}); r.status != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.status, r.body)
+	}
+	spans := workertest.WaitTrace(t, exp, "publish OrderPaid",
+		workertest.Edge{Parent: "POST /v1/orders", Child: "StartWorkflow:OrderWorkflow"},
+		workertest.Edge{Parent: "StartWorkflow:OrderWorkflow", Child: "RunWorkflow:OrderWorkflow"},
+		workertest.Edge{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:Charge"},
+		workertest.Edge{Parent: "StartActivity:Charge", Child: "RunActivity:Charge"},
+		workertest.Edge{Parent: "RunActivity:Charge", Child: "HTTP POST"},
+		workertest.Edge{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:Publish"},
+		workertest.Edge{Parent: "StartActivity:Publish", Child: "RunActivity:Publish"},
+		workertest.Edge{Parent: "RunActivity:Publish", Child: "publish OrderPaid"},
+	)
+	t.Logf("trace of one POST:\n%s", workertest.Tree(spans))
+}

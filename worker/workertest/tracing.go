@@ -1,0 +1,144 @@
+package workertest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// Traced records every span of the pipeline in memory: the worker's activities and
+// a Temporal client (h.Temporal, for starts and the worker) with the SDK's tracing
+// interceptor. Call it before StartWorker.
+func (h *Orders) Traced(tb testing.TB) *tracetest.InMemoryExporter {
+	tb.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tb.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	h.Tracing = tracing.With(tp)
+	traced, err := h.Tracing.Temporal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ring, err := payloadcodec.ParseKeyring(h.Env["PAYLOAD_KEYS"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := client.Dial(temporalclient.Settings{
+		Address: h.Env["TEMPORAL_ADDRESS"], Namespace: h.Env["TEMPORAL_NAMESPACE"], Codec: payloadcodec.New(ring),
+		Interceptors: []interceptor.ClientInterceptor{traced}, Logger: stacktest.Logger(tb),
+	}.Options())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	h.Temporal = c
+	return exp
+}
+
+// Edge is a parent span's name and its child's, both by prefix.
+type Edge struct{ Parent, Child string }
+
+// WaitTrace waits until the exporter holds a span named last (by prefix), then
+// checks that one trace holds every edge as a parent-child link; it returns the
+// trace's spans.
+func WaitTrace(tb testing.TB, exp *tracetest.InMemoryExporter, last string, edges ...Edge) tracetest.SpanStubs {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var spans tracetest.SpanStubs
+	for {
+		spans = exp.GetSpans()
+		if slices.ContainsFunc(spans, func(s tracetest.SpanStub) bool { return strings.HasPrefix(s.Name, last) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no span %q after 30s; spans: %s", last, names(spans))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	find := func(prefix string) []tracetest.SpanStub {
+		var out []tracetest.SpanStub
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name, prefix) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	trace := spans[0].SpanContext.TraceID()
+	for _, e := range edges {
+		parents, children := find(e.Parent), find(e.Child)
+		ok := false
+		for _, p := range parents {
+			for _, c := range children {
+				if c.Parent.SpanID() == p.SpanContext.SpanID() && c.SpanContext.TraceID() == p.SpanContext.TraceID() {
+					ok, trace = true, c.SpanContext.TraceID()
+				}
+			}
+		}
+		if !ok {
+			tb.Errorf("no span %q (%d) is the child of a span %q (%d)", e.Child, len(children), e.Parent, len(parents))
+		}
+	}
+	var inTrace tracetest.SpanStubs
+	for _, s := range spans {
+		if s.SpanContext.TraceID() == trace {
+			inTrace = append(inTrace, s)
+		}
+	}
+	for _, e := range edges {
+		for _, name := range []string{e.Parent, e.Child} {
+			if !slices.ContainsFunc(inTrace, func(s tracetest.SpanStub) bool { return strings.HasPrefix(s.Name, name) }) {
+				tb.Errorf("span %q is not in the order's trace", name)
+			}
+		}
+	}
+	if tb.Failed() {
+		tb.Logf("spans: %s", names(spans))
+	}
+	return inTrace
+}
+
+func names(spans tracetest.SpanStubs) string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name+" ["+s.SpanContext.SpanID().String()+" <- "+s.Parent.SpanID().String()+"]")
+	}
+	return strings.Join(out, ", ")
+}
+
+// Tree prints the trace as an indented tree of span names and durations.
+func Tree(spans tracetest.SpanStubs) string {
+	var b strings.Builder
+	var walk func(parent string, depth int)
+	walk = func(parent string, depth int) {
+		for _, s := range spans {
+			if s.Parent.SpanID().String() == parent {
+				b.WriteString(strings.Repeat("  ", depth) + s.Name + " " + s.EndTime.Sub(s.StartTime).Round(100*time.Microsecond).String() + "\n")
+				walk(s.SpanContext.SpanID().String(), depth+1)
+			}
+		}
+	}
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext.SpanID().String()] = true
+	}
+	for _, s := range spans { // roots: spans whose parent is not in the trace
+		if !ids[s.Parent.SpanID().String()] {
+			b.WriteString(s.Name + " " + s.EndTime.Sub(s.StartTime).Round(100*time.Microsecond).String() + "\n")
+			walk(s.SpanContext.SpanID().String(), 1)
+		}
+	}
+	return b.String()
+}
