@@ -56,6 +56,7 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 		return nil, err
 	}
 	ready := &telemetry.Readiness{}
+	reg.MustRegister(ready.Collector())
 	ready.Add("postgres", pool.Ping)
 	ready.Add("temporal", temporalclient.Check(tc))
 	return &Base{Pool: pool, Temporal: tc, Codec: codec, Ready: ready, Registry: reg}, nil

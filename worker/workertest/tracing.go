@@ -50,20 +50,28 @@ func (h *Orders) Traced(tb testing.TB) *tracetest.InMemoryExporter {
 // Edge is a parent span's name and its child's, both by prefix.
 type Edge struct{ Parent, Child string }
 
-// WaitTrace waits until the exporter holds a span named last (by prefix), then
-// checks that one trace holds every edge as a parent-child link; it returns the
-// trace's spans.
-func WaitTrace(tb testing.TB, exp *tracetest.InMemoryExporter, last string, edges ...Edge) tracetest.SpanStubs {
+// WaitTrace waits until the exporter holds an ended span of every name the edges
+// give (by prefix: the workflow's run ends last), then checks that one trace holds
+// every edge as a parent-child link; it returns the trace's spans.
+func WaitTrace(tb testing.TB, exp *tracetest.InMemoryExporter, edges ...Edge) tracetest.SpanStubs {
 	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var spans tracetest.SpanStubs
 	for {
 		spans = exp.GetSpans()
-		if slices.ContainsFunc(spans, func(s tracetest.SpanStub) bool { return strings.HasPrefix(s.Name, last) }) {
+		missing := ""
+		for _, e := range edges {
+			for _, name := range []string{e.Parent, e.Child} {
+				if !slices.ContainsFunc(spans, func(s tracetest.SpanStub) bool { return strings.HasPrefix(s.Name, name) }) {
+					missing = name
+				}
+			}
+		}
+		if missing == "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("no span %q after 30s; spans: %s", last, names(spans))
+			tb.Fatalf("no span %q after 30s; spans: %s", missing, names(spans))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -81,6 +81,44 @@ func (r *Readiness) Add(name string, c Check) {
 // Drain turns readiness off for good: the first step of every shutdown.
 func (r *Readiness) Drain() { r.draining.Store(true) }
 
+// Collector exports readiness at each scrape: orderflow_ready (1 or 0) and
+// orderflow_ready_check{check} for each named check, so an alert can name what
+// keeps a process out of rotation.
+func (r *Readiness) Collector() prometheus.Collector {
+	return readyCollector{r: r,
+		ready: prometheus.NewDesc("orderflow_ready", "1 when /readyz answers 200.", nil, nil),
+		check: prometheus.NewDesc("orderflow_ready_check", "1 when the named readiness check passes.", []string{"check"}, nil),
+	}
+}
+
+type readyCollector struct {
+	r            *Readiness
+	ready, check *prometheus.Desc
+}
+
+func (c readyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.ready; ch <- c.check }
+
+func (c readyCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ok, failures := c.r.Status(ctx)
+	ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, b2f(ok))
+	c.r.mu.Lock()
+	names := c.r.names
+	c.r.mu.Unlock()
+	for _, n := range names {
+		_, failed := failures[n]
+		ch <- prometheus.MustNewConstMetric(c.check, prometheus.GaugeValue, b2f(!failed), n)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Status runs every check and returns the failures by name.
 func (r *Readiness) Status(ctx context.Context) (ready bool, failures map[string]string) {
 	failures = map[string]string{}
