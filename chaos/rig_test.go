@@ -33,6 +33,7 @@ type rig struct {
 	tenant, apiKey       string
 	requests, dlq, group string
 	apiAddr, opsAddr     string
+	apiOpsAddr           string
 	mu                   sync.Mutex
 	keys                 []string // workflow IDs the clients asked for
 }
@@ -47,7 +48,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.apiKey = key
-	r.apiAddr, r.opsAddr = stacktest.FreeAddr(t), stacktest.FreeAddr(t)
+	r.apiAddr, r.opsAddr, r.apiOpsAddr = stacktest.FreeAddr(t), stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	return r
 }
 
@@ -72,9 +73,9 @@ func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
 		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
 		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": r.Env["PAYLOAD_KEYS"], "TASK_QUEUE": r.Queue,
-		"API_ADDR": r.apiAddr, "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
+		"API_ADDR": r.apiAddr, "OPS_ADDR": r.apiOpsAddr, "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
 	})
-	waitHTTP(t, "http://"+r.apiAddr+"/healthz")
+	waitHTTP(t, "http://"+r.apiOpsAddr+"/healthz")
 	return p
 }
 

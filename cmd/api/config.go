@@ -21,7 +21,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	e := config.New(getenv)
 	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL)}
-	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
+	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), OpsAddr: e.String("OPS_ADDR", ":9091"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
 	if err := e.Err(); err != nil {
 		return c, err
 	}

@@ -73,7 +73,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	handler := httpapi.NewServer(httpapi.Deps{
 		Logger:   logger,
 		Registry: reg,
-		Ready:    base.Ready,
 		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
 		Intake: intake.New(intake.Deps{
 			Keys: idem, Orders: orderstore.New(base.Pool), Logger: logger,
@@ -82,5 +81,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 		Tracing:      traces,
 	})
-	return httpapi.Serve(ctx, handler, base.Ready, c.Serve, logger)
+	return httpapi.Serve(ctx, handler, reg, base.Ready, c.Serve, logger)
 }

@@ -105,7 +105,11 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if err := b.startWorker(b.topics["idle"]); err != nil {
 		return nil, err
 	}
-	if err := b.start("api", map[string]string{"API_ADDR": apiAddr}, b.apiURL+"/readyz"); err != nil {
+	apiOps, err := testkit.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.start("api", map[string]string{"API_ADDR": apiAddr, "OPS_ADDR": apiOps}, "http://"+apiOps+"/readyz"); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "bench run %s: n=%d, concurrency=%d, task queue %s\n", b.run, n, conc, b.queue)

@@ -34,15 +34,15 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	workerOps, apiAddr := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
+	workerOps, apiAddr, apiOps := stacktest.FreeAddr(t), stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	env := h.WorkerEnv()
 	env["OPS_ADDR"], env["REQUESTS_TOPIC"], env["DLQ_TOPIC"], env["CONSUMER_GROUP"] = workerOps, requests, dlq, group
 	stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), env)
 	stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
 		"DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"],
-		"PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": apiAddr, "DRAIN_DELAY": "0s",
+		"PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": apiAddr, "OPS_ADDR": apiOps, "DRAIN_DELAY": "0s",
 	})
-	for _, u := range []string{"http://" + workerOps + "/readyz", "http://" + apiAddr + "/readyz"} {
+	for _, u := range []string{"http://" + workerOps + "/readyz", "http://" + apiOps + "/readyz"} {
 		stacktest.Eventually(t, 30*time.Second, u, func() bool { return get(u) == http.StatusOK })
 	}
 
@@ -65,7 +65,7 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 	})
 
 	exported := scrape(t, "http://"+workerOps+"/metrics")
-	for name, f := range scrape(t, "http://"+apiAddr+"/metrics") {
+	for name, f := range scrape(t, "http://"+apiOps+"/metrics") {
 		exported[name] = f
 	}
 	for where, q := range queries(t) {

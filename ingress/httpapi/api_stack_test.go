@@ -21,7 +21,6 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
@@ -77,7 +76,6 @@ func newAPIWith(t *testing.T, cancelWindow, keyTTL time.Duration) *apiHarness {
 	handler := httpapi.NewServer(httpapi.Deps{
 		Logger:       slog.New(slog.NewJSONHandler(h.logs, nil)),
 		Registry:     prometheus.NewRegistry(),
-		Ready:        &telemetry.Readiness{},
 		Keys:         ks,
 		Intake:       h.Intake("", cancelWindow),
 		MaxBodyBytes: 64 << 10,
@@ -397,15 +395,16 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.keys[tenant] = apiKey
-	addr := stacktest.FreeAddr(t)
+	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	h.url = "http://" + addr
 	env := map[string]string{
+		"OPS_ADDR":     ops,
 		"DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"],
 		"TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": addr, "DRAIN_DELAY": "0s",
 	}
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)
-	waitReady(t, h.url)
+	waitReady(t, "http://"+ops)
 
 	key := stacktest.Name("k")
 	workflowID := order.WorkflowID(tenant, order.FromHTTP, key)
@@ -432,7 +431,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	}
 
 	stacktest.Start(t, bin, env)
-	waitReady(t, h.url)
+	waitReady(t, "http://"+ops)
 	h.StartWorker(t)
 	var r response
 	attempts := 0

@@ -70,9 +70,6 @@ func observe(logger *slog.Logger, m *metrics) func(http.Handler) http.Handler {
 			trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
 			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 			m.duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
-			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
-				return
-			}
 			logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 				slog.String("request_id", middleware.GetReqID(r.Context())),
 				slog.String("method", r.Method),

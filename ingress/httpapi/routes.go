@@ -16,7 +16,6 @@ import (
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 )
 
@@ -45,7 +44,6 @@ var (
 type Deps struct {
 	Logger       *slog.Logger
 	Registry     *prometheus.Registry
-	Ready        *telemetry.Readiness
 	Keys         KeyStore
 	Intake       Intake
 	MaxBodyBytes int64
@@ -67,7 +65,6 @@ func NewServer(d Deps) http.Handler {
 		p.Status, p.Title = http.StatusMethodNotAllowed, "Method not allowed"
 		writeProblem(w, p)
 	})
-	telemetry.Mount(r, d.Registry, d.Ready)
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openapiSpec)

@@ -9,22 +9,27 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 )
 
-// ServeOptions are the server's address and drain timing.
+// ServeOptions are the server's addresses and drain timing.
 type ServeOptions struct {
 	Addr string
+	// OpsAddr serves /healthz, /readyz and /metrics, off the public port.
+	OpsAddr string
 	// DrainDelay is the time for load balancers to see /readyz fail before the
 	// listener closes; ShutdownTimeout bounds the whole drain.
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 }
 
-// Serve serves handler on o.Addr until ctx ends (SIGTERM), then drains: readiness
-// off, DrainDelay for load balancers, then in-flight requests finish (a POST's
-// critical section runs detached and always completes or releases its key).
-func Serve(ctx context.Context, handler http.Handler, ready *telemetry.Readiness, o ServeOptions, logger *slog.Logger) error {
+// Serve serves handler on o.Addr and the ops endpoints (reg, ready) on o.OpsAddr
+// until ctx ends (SIGTERM), then drains: readiness off, DrainDelay for load
+// balancers, then in-flight requests finish (a POST's critical section runs
+// detached and always completes or releases its key); the ops listener closes last.
+func Serve(ctx context.Context, handler http.Handler, reg *prometheus.Registry, ready *telemetry.Readiness, o ServeOptions, logger *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -38,9 +43,19 @@ func Serve(ctx context.Context, handler http.Handler, ready *telemetry.Readiness
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
-	errc := make(chan error, 1)
+	opsLn, err := net.Listen("tcp", o.OpsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen on %s: %w", o.OpsAddr, err)
+	}
+	mux := http.NewServeMux()
+	telemetry.Mount(mux, reg, ready)
+	ops := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	defer ops.Close()
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("api listening", "addr", ln.Addr().String())
+	go func() { errc <- ops.Serve(opsLn) }()
+	logger.Info("api listening", "addr", ln.Addr().String(), "ops", opsLn.Addr().String())
 
 	select {
 	case err := <-errc:

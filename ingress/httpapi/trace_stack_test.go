@@ -12,7 +12,6 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
@@ -30,7 +29,7 @@ func TestPostIsOneTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Ready: &telemetry.Readiness{},
+		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Keys: ks, Intake: h.Intake("", 0), MaxBodyBytes: 64 << 10, Tracing: h.Tracing,
 	}))
 	t.Cleanup(srv.Close)
