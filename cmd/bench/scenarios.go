@@ -261,6 +261,7 @@ func (b *bench) waitCommitted(ctx context.Context) error {
 // Postgres, OrderPaid published), then count the sandbox's charges.
 func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 	name := "6. end to end (HTTP until PAID)"
+	cpuBefore := b.cpuSeconds()
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
 		code, _, body, err := b.post(fmt.Sprintf("e2e-%d", i), map[string]string{"Prefer": "wait=30"})
 		if err == nil && (code != http.StatusCreated || !strings.Contains(string(body), `"status":"PAID"`)) {
@@ -301,7 +302,8 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 		}
 	}
 	res := result(name, b.n, total, lat)
-	res.Note = fmt.Sprintf("sandbox charges for these orders: %d (want %d)", charges, b.n)
+	res.Note = fmt.Sprintf("sandbox charges for these orders: %d (want %d); CPU %.1f ms per order (api + worker)",
+		charges, b.n, 1000*(b.cpuSeconds()-cpuBefore)/float64(b.n))
 	if charges != b.n {
 		return res, fmt.Errorf("duplicate or missing charges: %d for %d orders", charges, b.n)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/database"
@@ -47,7 +48,10 @@ type bench struct {
 	workerN int
 	ops     string      // the ops listener of the last worker started
 	retired []Resources // of the processes stopped before the end
-	started int         // orders started so far, all of which must end PAID
+
+	rawQueue  string // the baselines' task queue and worker (in this process)
+	rawWorker worker.Worker
+	started   int // orders started so far, all of which must end PAID
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
@@ -112,6 +116,9 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if err := b.start("api", map[string]string{"API_ADDR": apiAddr, "OPS_ADDR": apiOps}, "http://"+apiOps+"/readyz"); err != nil {
 		return nil, err
 	}
+	if err := b.startRawWorker(); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(out, "bench run %s: n=%d, concurrency=%d, task queue %s\n", b.run, n, conc, b.queue)
 	return b, nil
 }
@@ -154,6 +161,9 @@ func (b *bench) start(name string, extra map[string]string, ready string) error 
 }
 
 func (b *bench) close() {
+	if b.rawWorker != nil {
+		b.rawWorker.Stop()
+	}
 	for _, p := range b.procs {
 		p.Signal(syscall.SIGTERM)
 	}
@@ -183,6 +193,17 @@ func (b *bench) resources() []Resources {
 		out = append(out, measureProc(p))
 	}
 	return out
+}
+
+// cpuSeconds is the CPU time so far of the running api and worker processes.
+func (b *bench) cpuSeconds() float64 {
+	var s float64
+	for _, p := range b.procs {
+		if p.Name == "api" || strings.HasPrefix(p.Name, "worker-") {
+			s += measureProc(p).CPUSeconds
+		}
+	}
+	return s
 }
 
 func measureProc(p *testkit.Proc) Resources {
