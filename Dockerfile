@@ -11,7 +11,7 @@ USER nonroot:nonroot
 
 FROM base AS api
 COPY --from=build /out/api /api
-EXPOSE 8080
+EXPOSE 8080 9091
 ENTRYPOINT ["/api"]
 
 FROM base AS worker

@@ -1,0 +1,248 @@
+package kubernetes_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// objects is one kustomization's output, strictly decoded into the API types.
+type objects struct {
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	configMaps  map[string]*corev1.ConfigMap
+	pdbs        []*policyv1.PodDisruptionBudget
+	hpas        []*autoscalingv2.HorizontalPodAutoscaler
+	jobs        []*batchv1.Job
+}
+
+// build runs kustomize on dir and decodes every object, refusing unknown fields.
+func build(t *testing.T, dir string) objects {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	o := objects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{}}
+	for _, r := range m.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := fmt.Sprintf("%s: %s %s", dir, r.GetKind(), r.GetName())
+		switch r.GetKind() {
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			strict(t, where, y, d)
+			o.deployments[d.Name] = d
+		case "Service":
+			s := &corev1.Service{}
+			strict(t, where, y, s)
+			o.services[s.Name] = s
+		case "ConfigMap":
+			c := &corev1.ConfigMap{}
+			strict(t, where, y, c)
+			o.configMaps[strings.SplitN(c.Name, "-", 2)[0]] = c // without the hash suffix
+		case "PodDisruptionBudget":
+			p := &policyv1.PodDisruptionBudget{}
+			strict(t, where, y, p)
+			o.pdbs = append(o.pdbs, p)
+		case "HorizontalPodAutoscaler":
+			h := &autoscalingv2.HorizontalPodAutoscaler{}
+			strict(t, where, y, h)
+			o.hpas = append(o.hpas, h)
+		case "Job":
+			j := &batchv1.Job{}
+			strict(t, where, y, j)
+			o.jobs = append(o.jobs, j)
+		default:
+			t.Errorf("%s: a kind the checks do not know", where)
+		}
+	}
+	return o
+}
+
+func strict(t *testing.T, where string, y []byte, v any) {
+	t.Helper()
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Errorf("%s: %v", where, err)
+	}
+}
+
+func TestManifests(t *testing.T) {
+	for _, dir := range []string{"base", "overlays/production"} {
+		t.Run(dir, func(t *testing.T) { checkManifests(t, build(t, dir)) })
+	}
+}
+
+func checkManifests(t *testing.T, o objects) {
+	settings := o.configMaps["orderflow"]
+	if settings == nil {
+		t.Fatal("no ConfigMap orderflow")
+	}
+	shutdown := duration(t, settings.Data["SHUTDOWN_TIMEOUT"])
+	drain := duration(t, settings.Data["DRAIN_DELAY"])
+	for _, name := range []string{"orderflow-api", "orderflow-worker"} {
+		d := o.deployments[name]
+		if d == nil {
+			t.Fatalf("no Deployment %s", name)
+		}
+		checkPod(t, name, d.Spec.Template.Spec, shutdown, drain, name == "orderflow-api")
+		checkCovered(t, o, d)
+	}
+	if len(o.jobs) != 1 || len(o.jobs[0].Spec.Template.Spec.Containers) != 1 ||
+		strings.Join(o.jobs[0].Spec.Template.Spec.Containers[0].Args, " ") != "migrate" {
+		t.Errorf("want one migration Job running migrate")
+	}
+	for _, j := range o.jobs {
+		checkSecurity(t, j.Name, j.Spec.Template.Spec)
+	}
+}
+
+func duration(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("duration %q: %v", s, err)
+	}
+	return d
+}
+
+// checkPod: probes on the ops port, a grace period above the drain budget, the
+// API's preStop pause equal to DRAIN_DELAY, secrets from the Secret, resources set.
+func checkPod(t *testing.T, name string, pod corev1.PodSpec, shutdown, drain time.Duration, api bool) {
+	t.Helper()
+	c := pod.Containers[0]
+	var preStop time.Duration
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+		preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	}
+	if api && preStop != drain {
+		t.Errorf("%s: preStop pause %s, want DRAIN_DELAY %s", name, preStop, drain)
+	}
+	var grace time.Duration
+	if pod.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+	}
+	if grace <= shutdown+preStop {
+		t.Errorf("%s: terminationGracePeriodSeconds %s must exceed SHUTDOWN_TIMEOUT %s plus the preStop pause %s", name, grace, shutdown, preStop)
+	}
+	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "ops" {
+			t.Errorf("%s: want a %s probe on the ops port", name, path)
+		}
+	}
+	secret := map[string]bool{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			secret[e.Name] = true
+		} else if strings.Contains(e.Name, "KEY") || e.Name == "DATABASE_URL" {
+			t.Errorf("%s: %s must come from a Secret", name, e.Name)
+		}
+	}
+	for _, k := range []string{"DATABASE_URL", "PAYLOAD_KEYS"} {
+		if !secret[k] {
+			t.Errorf("%s: %s not from the Secret", name, k)
+		}
+	}
+	if !api && !secret["PAYMENTS_API_KEY"] {
+		t.Errorf("%s: PAYMENTS_API_KEY not from the Secret", name)
+	}
+	if c.Resources.Requests.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("%s: want CPU and memory requests and a memory limit", name)
+	}
+	checkSecurity(t, name, pod)
+}
+
+func checkSecurity(t *testing.T, name string, pod corev1.PodSpec) {
+	t.Helper()
+	ps := pod.SecurityContext
+	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser == 0 {
+		t.Errorf("%s: the pod must run as a non-root user", name)
+	}
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("%s/%s: want a read-only root filesystem, no privilege escalation, all capabilities dropped", name, c.Name)
+		}
+	}
+}
+
+// checkCovered: a PDB selects the Deployment's pods and an HPA scales it.
+func checkCovered(t *testing.T, o objects, d *appsv1.Deployment) {
+	t.Helper()
+	pdb := false
+	for _, p := range o.pdbs {
+		match := p.Spec.Selector != nil
+		for k, v := range p.Spec.Selector.MatchLabels {
+			match = match && d.Spec.Template.Labels[k] == v
+		}
+		pdb = pdb || match
+	}
+	if !pdb {
+		t.Errorf("%s: no PodDisruptionBudget selects its pods", d.Name)
+	}
+	hpa := false
+	for _, h := range o.hpas {
+		if h.Spec.ScaleTargetRef.Kind == "Deployment" && h.Spec.ScaleTargetRef.Name == d.Name {
+			hpa = true
+			if d.Spec.Replicas != nil && h.Spec.MinReplicas != nil && *h.Spec.MinReplicas != *d.Spec.Replicas {
+				t.Errorf("%s: the HPA's minReplicas %d differs from replicas %d", d.Name, *h.Spec.MinReplicas, *d.Spec.Replicas)
+			}
+		}
+	}
+	if !hpa {
+		t.Errorf("%s: no HorizontalPodAutoscaler scales it", d.Name)
+	}
+}
+
+// docker-compose.yml drains like the manifests: the same SHUTDOWN_TIMEOUT and
+// DRAIN_DELAY, and a stop grace period above them.
+func TestComposeDrainsLikeTheManifests(t *testing.T) {
+	settings := build(t, "base").configMaps["orderflow"].Data
+	b, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Env      map[string]string `json:"x-app-env"`
+		Services map[string]struct {
+			StopGracePeriod string `json:"stop_grace_period"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"SHUTDOWN_TIMEOUT", "DRAIN_DELAY"} {
+		if compose.Env[k] != settings[k] {
+			t.Errorf("docker-compose %s = %q, the manifests %q", k, compose.Env[k], settings[k])
+		}
+	}
+	budget := duration(t, settings["SHUTDOWN_TIMEOUT"]) + duration(t, settings["DRAIN_DELAY"])
+	for _, name := range []string{"api", "worker"} {
+		if g := compose.Services[name].StopGracePeriod; g == "" || duration(t, g) <= budget {
+			t.Errorf("docker-compose %s: stop_grace_period %q, want above %s", name, g, budget)
+		}
+	}
+}
