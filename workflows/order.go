@@ -51,6 +51,12 @@ const credentialsRetry = 5 * time.Second
 // replay the earlier path (version DefaultVersion).
 const paymentsChange = "payments-reconcile"
 
+// localStoreChange names the versioned change that runs the Postgres steps
+// (recording the order, its guarded transitions) as local activities: short,
+// idempotent writes that need no round trip through the server to be scheduled.
+// Runs started before it keep their regular activities on replay.
+const localStoreChange = "local-store-steps"
+
 // OrderResult is the order as the workflow sees it; the status query returns it too.
 type OrderResult struct {
 	OrderID   string
@@ -94,6 +100,27 @@ func activityContextsV1(ctx workflow.Context) (store, pay, lookup, publish workf
 		RetryPolicy:         forever(30 * time.Second),
 	})
 	return store, pay, lookup, publish
+}
+
+// localStoreContext is the store steps' options since localStoreChange: as
+// activityContextsV1's store, a local activity retrying until Postgres answers
+// (the worker heartbeats the workflow task meanwhile; past a minute the SDK
+// schedules the next attempt with a timer).
+func localStoreContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{activities.ErrInvalidTransition}},
+	})
+}
+
+// storeStep runs a Postgres step of the order: a local activity since
+// localStoreChange, a regular one before.
+func (r *run) storeStep(activity any, args ...any) workflow.Future {
+	if r.localStore {
+		return workflow.ExecuteLocalActivity(r.store, activity, args...)
+	}
+	return workflow.ExecuteActivity(r.store, activity, args...)
 }
 
 // activityContexts are the options of runs started before paymentsChange.
@@ -141,6 +168,7 @@ type run struct {
 	cancelRequested bool
 	done            bool
 	version         workflow.Version
+	localStore      bool // since localStoreChange
 	store, pay, pub workflow.Context
 	lookupCtx       workflow.Context
 
@@ -179,8 +207,11 @@ func (r *run) process(ctx workflow.Context) error {
 	r.version = workflow.GetVersion(ctx, paymentsChange, workflow.DefaultVersion, 1)
 	if r.version != workflow.DefaultVersion {
 		r.store, r.pay, r.lookupCtx, r.pub = activityContextsV1(ctx)
+		if workflow.GetVersion(ctx, localStoreChange, workflow.DefaultVersion, 1) == 1 {
+			r.localStore, r.store = true, localStoreContext(ctx)
+		}
 	}
-	if err := workflow.ExecuteActivity(r.store, r.orders.RecordOrder, r.in.Order).Get(ctx, nil); err != nil {
+	if err := r.storeStep(r.orders.RecordOrder, r.in.Order).Get(ctx, nil); err != nil {
 		return fmt.Errorf("record order: %w", err)
 	}
 	if r.cancelRequested {
@@ -285,7 +316,7 @@ func (r *run) lookup(ctx workflow.Context, chargeID, key string) (activities.Loo
 
 // move records a status in the read model and in the workflow's own view.
 func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
-	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
+	err := r.storeStep(r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: to, PaymentRef: paymentRef,
 	}).Get(ctx, nil)
 	if err != nil {
@@ -337,7 +368,7 @@ func (r *run) chargeV0(ctx workflow.Context) (bool, error) {
 // paymentsChange a failed publish refunded too; since, a publish retries until
 // Kafka takes it and the order stays PAID meanwhile.
 func (r *run) markPaid(ctx workflow.Context) error {
-	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
+	err := r.storeStep(r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: order.StatusPaid, PaymentRef: r.res.ChargeID,
 	}).Get(ctx, nil)
 	if err == nil {
@@ -408,7 +439,7 @@ func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) e
 	if to != order.StatusCancelled {
 		failure = reason
 	}
-	err := workflow.ExecuteActivity(r.store, r.orders.Transition, activities.Transition{
+	err := r.storeStep(r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: to, Failure: failure,
 	}).Get(ctx, nil)
 	if err != nil {
