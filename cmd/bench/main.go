@@ -131,13 +131,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
-func ratio(rs []Result, name, base string) {
-	var baseRate float64
+func rateOf(rs []Result, name string) float64 {
 	for _, r := range rs {
-		if r.Scenario == base {
-			baseRate = r.Rate
+		if r.Scenario == name {
+			return r.Rate
 		}
 	}
+	return 0
+}
+
+func ratio(rs []Result, name, base string) {
+	baseRate := rateOf(rs, base)
 	for i := range rs {
 		if rs[i].Scenario == name && baseRate > 0 {
 			rs[i].Ratio, rs[i].Baseline = rs[i].Rate/baseRate, base
@@ -147,12 +151,7 @@ func ratio(rs []Result, name, base string) {
 
 // alsoRatio adds name's ratio to a second baseline to its note.
 func alsoRatio(rs []Result, name, base string) {
-	var baseRate float64
-	for _, r := range rs {
-		if r.Scenario == base {
-			baseRate = r.Rate
-		}
-	}
+	baseRate := rateOf(rs, base)
 	for i := range rs {
 		if rs[i].Scenario == name && baseRate > 0 {
 			rs[i].Note += fmt.Sprintf("; %.2fx vs %s", rs[i].Rate/baseRate, strings.SplitN(base, ".", 2)[0])

@@ -50,6 +50,22 @@ func (h *Orders) Traced(tb testing.TB) *tracetest.InMemoryExporter {
 // Edge is a parent span's name and its child's, both by prefix.
 type Edge struct{ Parent, Child string }
 
+// OrderEdges are the links of a paid order's trace below root, the span that
+// started its workflow: the start, the run, the charge and its provider call, the
+// OrderPaid publish.
+func OrderEdges(root string) []Edge {
+	return []Edge{
+		{Parent: root, Child: "StartWorkflow:OrderWorkflow"},
+		{Parent: "StartWorkflow:OrderWorkflow", Child: "RunWorkflow:OrderWorkflow"},
+		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:Charge"},
+		{Parent: "StartActivity:Charge", Child: "RunActivity:Charge"},
+		{Parent: "RunActivity:Charge", Child: "HTTP POST"},
+		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:Publish"},
+		{Parent: "StartActivity:Publish", Child: "RunActivity:Publish"},
+		{Parent: "RunActivity:Publish", Child: "publish OrderPaid"},
+	}
+}
+
 // WaitTrace waits until the exporter holds an ended span of every name the edges
 // give (by prefix: the workflow's run ends last), then checks that one trace holds
 // every edge as a parent-child link; it returns the trace's spans.
