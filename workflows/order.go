@@ -57,6 +57,9 @@ const paymentsChange = "payments-reconcile"
 // Runs started before it keep their regular activities on replay.
 const localStoreChange = "local-store-steps"
 
+// noDeadline is a timeout no outage reaches (Temporal has no "never").
+const noDeadline = 10 * 365 * 24 * time.Hour
+
 // OrderResult is the order as the workflow sees it; the status query returns it too.
 type OrderResult struct {
 	OrderID   string
@@ -105,10 +108,13 @@ func activityContextsV1(ctx workflow.Context) (store, pay, lookup, publish workf
 // localStoreContext is the store steps' options since localStoreChange: as
 // activityContextsV1's store, a local activity retrying until Postgres answers
 // (the worker heartbeats the workflow task meanwhile; past a minute the SDK
-// schedules the next attempt with a timer).
+// schedules the next attempt with a timer). A local activity's retries stop at its
+// ScheduleToCloseTimeout, which defaults to one attempt's timeout: it is set out
+// of reach, so an outage is a wait, never an outcome.
 func localStoreContext(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
+		ScheduleToCloseTimeout: noDeadline,
+		StartToCloseTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
 			MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{activities.ErrInvalidTransition}},
 	})

@@ -252,6 +252,30 @@ func TestFailureAfterChargeRefunds(t *testing.T) {
 	}
 }
 
+// Postgres down for five minutes while the order is marked paid: the store step (a
+// local activity) is retried until it answers; the order ends PAID, never FAILED
+// and refunded.
+func TestPostgresOutageIsAWait(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	var down time.Time
+	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
+		return tr.To == order.StatusPaid
+	})).Return(func(context.Context, activities.Transition) error {
+		if down.IsZero() {
+			down = e.Now()
+		}
+		if e.Now().Sub(down) < 5*time.Minute {
+			return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+		}
+		return nil
+	})
+	e.execute(placeOrder())
+	if res := e.result(t); res.Status != order.StatusPaid || len(e.f.refunds) != 0 {
+		t.Fatalf("result = %+v, refunds %d: want PAID, none", res, len(e.f.refunds))
+	}
+}
+
 // Kafka down: the publish of OrderPaid is retried, the order stays PAID and is never
 // refunded. (The test environment gives up after 10 attempts; the chaos suite keeps
 // Kafka down for longer than the old publish budget.)

@@ -124,10 +124,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	path := filepath.Join(*out, rep.Time.Format("20060102T150405Z")+".json")
 	data, _ := json.MarshalIndent(rep, "", "  ")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
+	for _, p := range []string{path, filepath.Join(*out, "latest.json")} {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
 	}
-	fmt.Fprintf(stdout, "report: %s\n", path)
+	fmt.Fprintf(stdout, "report: %s (and latest.json, which the README quotes)\n", path)
 	return nil
 }
 

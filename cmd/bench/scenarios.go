@@ -109,7 +109,7 @@ func (b *bench) post(key string, hdr map[string]string) (int, http.Header, []byt
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.hc.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,8 +47,9 @@ type bench struct {
 	procs   []*testkit.Proc
 	procEnv map[string]string
 	workerN int
-	ops     string      // the ops listener of the last worker started
-	retired []Resources // of the processes stopped before the end
+	ops     string       // the ops listener of the last worker started
+	hc      *http.Client // the load's client: a kept-alive connection per concurrent client, as real clients keep
+	retired []Resources  // of the processes stopped before the end
 
 	rawQueue  string // the baselines' task queue and worker (in this process)
 	rawWorker worker.Worker
@@ -55,7 +57,8 @@ type bench struct {
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
-	b := &bench{n: n, conc: conc, out: out, env: env, run: testkit.Name("bench")[len("bench-"):], bins: bins, topics: map[string]string{}}
+	b := &bench{n: n, conc: conc, out: out, env: env, run: testkit.Name("bench")[len("bench-"):], bins: bins, topics: map[string]string{},
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * conc}}}
 	b.brokers = strings.Split(env["KAFKA_BROKERS"], ",")
 	b.tenant, b.queue, b.group = "bench-"+b.run, "bench-"+b.run, "bench-"+b.run
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
