@@ -64,16 +64,30 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 		return paid == 2 && value(fam["orderflow_consumer_dead_lettered_total"]) == 1 && value(fam["orderflow_consumer_duplicates_total"]) == 1
 	})
 
-	exported := scrape(t, "http://"+workerOps+"/metrics")
-	for name, f := range scrape(t, "http://"+apiOps+"/metrics") {
-		exported[name] = f
-	}
-	for where, q := range queries(t) {
-		for _, name := range metricNames(t, where, q) {
-			if !isExported(exported, name) {
-				t.Errorf("%s names %s, which neither binary exports", where, name)
+	// Some appear a moment after the orders are paid (a workflow's end-to-end
+	// latency when it closes): ask until all are there, or report what is not.
+	var missing []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		exported := scrape(t, "http://"+workerOps+"/metrics")
+		for name, f := range scrape(t, "http://"+apiOps+"/metrics") {
+			exported[name] = f
+		}
+		missing = missing[:0]
+		for where, q := range queries(t) {
+			for _, name := range metricNames(t, where, q) {
+				if !isExported(exported, name) {
+					missing = append(missing, where+" names "+name)
+				}
 			}
 		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, m := range missing {
+		t.Errorf("%s, which neither binary exports", m)
 	}
 }
 
