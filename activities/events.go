@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Event types published to orders.events.

@@ -10,11 +10,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"net/http"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/orderstore"

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Group is a kafka-go consumer group (*kafka.ConsumerGroup): each generation

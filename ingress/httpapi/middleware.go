@@ -12,9 +12,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"go.opentelemetry.io/otel/trace"
 )
 
 type metrics struct {

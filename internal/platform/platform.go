@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
@@ -16,7 +17,6 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"go.temporal.io/sdk/interceptor"
 )
 
 // Base is a process's connections and its readiness, which checks both.

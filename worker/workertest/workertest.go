@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
@@ -24,7 +25,6 @@ import (
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Orders is the order pipeline on the real stack for one test: its own task queue

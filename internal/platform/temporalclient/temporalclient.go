@@ -9,10 +9,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
-	"go.temporal.io/sdk/interceptor"
 )
 
 // Settings are what a client is dialed with.
