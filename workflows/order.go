@@ -107,10 +107,9 @@ func activityContextsV1(ctx workflow.Context) (store, pay, lookup, publish workf
 
 // localStoreContext is the store steps' options since localStoreChange: as
 // activityContextsV1's store, a local activity retrying until Postgres answers
-// (the worker heartbeats the workflow task meanwhile; past a minute the SDK
-// schedules the next attempt with a timer). A local activity's retries stop at its
-// ScheduleToCloseTimeout, which defaults to one attempt's timeout: it is set out
-// of reach, so an outage is a wait, never an outcome.
+// (the worker heartbeats the workflow task meanwhile). A local activity's retries
+// stop at its ScheduleToCloseTimeout, which defaults to one attempt's timeout: it
+// is set out of reach, so an outage is a wait, never an outcome.
 func localStoreContext(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		ScheduleToCloseTimeout: noDeadline,
