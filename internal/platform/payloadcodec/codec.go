@@ -20,6 +20,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -78,12 +79,25 @@ func ParseKeyring(spec string) (*Keyring, error) {
 func (r *Keyring) WriterID() string { return r.writer }
 
 // Codec is the converter.PayloadCodec of a keyring.
-type Codec struct{ ring *Keyring }
+type Codec struct {
+	ring *Keyring
+	// A deflate writer or reader holds about a megabyte of window and tables:
+	// made once and reset for each payload, not allocated per payload.
+	writers, readers sync.Pool
+}
 
 var _ converter.PayloadCodec = (*Codec)(nil)
 
 // New returns the codec.
-func New(ring *Keyring) *Codec { return &Codec{ring: ring} }
+func New(ring *Keyring) *Codec {
+	c := &Codec{ring: ring}
+	c.writers.New = func() any {
+		w, _ := flate.NewWriter(nil, flate.BestSpeed) // only fails on a bad level
+		return w
+	}
+	c.readers.New = func() any { return flate.NewReader(bytes.NewReader(nil)) }
+	return c
+}
 
 // Encode seals each payload under the writing key.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
@@ -104,7 +118,9 @@ func (c *Codec) seal(p *commonpb.Payload) (*commonpb.Payload, error) {
 		return nil, fmt.Errorf("encrypt payload: %w", err)
 	}
 	var z bytes.Buffer
-	fw, _ := flate.NewWriter(&z, flate.BestSpeed) // only fails on a bad level
+	fw := c.writers.Get().(*flate.Writer)
+	defer c.writers.Put(fw)
+	fw.Reset(&z)
 	if _, err := fw.Write(plain); err != nil {
 		return nil, fmt.Errorf("compress payload: %w", err)
 	}
@@ -162,7 +178,12 @@ func (c *Codec) open(p *commonpb.Payload) (*commonpb.Payload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decrypt payload under key %q: %w", id, err)
 	}
-	plain, err := io.ReadAll(flate.NewReader(bytes.NewReader(z)))
+	fr := c.readers.Get().(io.ReadCloser)
+	defer c.readers.Put(fr)
+	if err := fr.(flate.Resetter).Reset(bytes.NewReader(z), nil); err != nil {
+		return nil, fmt.Errorf("decompress payload: %w", err)
+	}
+	plain, err := io.ReadAll(fr)
 	if err != nil {
 		return nil, fmt.Errorf("decompress payload: %w", err)
 	}

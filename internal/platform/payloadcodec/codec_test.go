@@ -163,3 +163,14 @@ func TestHandlerDecodesForTheUIOrigin(t *testing.T) {
 		t.Fatalf("GET: %d", rec.Code)
 	}
 }
+
+func BenchmarkEncodeDecode(b *testing.B) {
+	ring, _ := payloadcodec.ParseKeyring("k1:" + base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	c := payloadcodec.New(ring)
+	p, _ := converter.GetDefaultDataConverter().ToPayload(secret)
+	b.ReportAllocs()
+	for b.Loop() {
+		enc, _ := c.Encode([]*commonpb.Payload{p})
+		_, _ = c.Decode(enc)
+	}
+}
