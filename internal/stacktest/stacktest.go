@@ -22,6 +22,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/orderflow/orderflow/internal/platform/database"
@@ -70,8 +71,8 @@ func Temporal(tb testing.TB) client.Client {
 }
 
 // TemporalWithKeys is Temporal with another payload keyring ("" for none: the
-// client then reads history as it is stored).
-func TemporalWithKeys(tb testing.TB, keys string) client.Client {
+// client then reads history as it is stored) and the given interceptors.
+func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.ClientInterceptor) client.Client {
 	tb.Helper()
 	env := Env(tb)
 	opts := client.Options{HostPort: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"], Logger: tlog.NewStructuredLogger(Logger(tb))}
@@ -82,6 +83,7 @@ func TemporalWithKeys(tb testing.TB, keys string) client.Client {
 		}
 		opts = temporalclient.Settings{Address: opts.HostPort, Namespace: opts.Namespace, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
 	}
+	opts.Interceptors = interceptors
 	c, err := client.Dial(opts)
 	if err != nil {
 		tb.Fatalf("dial temporal: %v", err)

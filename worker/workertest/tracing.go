@@ -9,11 +9,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 
-	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
-	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
@@ -31,19 +27,7 @@ func (h *Orders) Traced(tb testing.TB) *tracetest.InMemoryExporter {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ring, err := payloadcodec.ParseKeyring(h.Env["PAYLOAD_KEYS"])
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := client.Dial(temporalclient.Settings{
-		Address: h.Env["TEMPORAL_ADDRESS"], Namespace: h.Env["TEMPORAL_NAMESPACE"], Codec: payloadcodec.New(ring),
-		Interceptors: []interceptor.ClientInterceptor{traced}, Logger: stacktest.Logger(tb),
-	}.Options())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	h.Temporal = c
+	h.Temporal = stacktest.TemporalWithKeys(tb, h.Env["PAYLOAD_KEYS"], traced)
 	return exp
 }
 
