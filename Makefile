@@ -3,6 +3,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 GO    ?= go
 STACK := $(CURDIR)/.stack
+# The stack profile of make stack-up, make chaos and make bench: dev (default) or
+# cluster (see scripts/stack). make run always runs dev; make test runs both.
+PROFILE ?= dev
 
 .PHONY: run test chaos unit stack-up stack-down vet bench
 
@@ -12,15 +15,19 @@ run:
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
-## test: start the local stack; Schemathesis against the running API; every Go test
-## with the race detector (stack tests required); then the fault suite (chaos/), one
-## test at a time since it restarts the stack's servers
-test: stack-up vet
+## test: start the local stack (dev profile); Schemathesis against the running API;
+## every Go test with the race detector (stack tests required); the fault suite
+## (chaos/), one test at a time since it restarts the stack's servers; then the
+## cluster profile and the fleet test on it
+test: vet
+	ORDERFLOW_STACK_PROFILE=dev scripts/stack up
 	@rm -f $(STACK)/chaos-summary.txt
 	scripts/schemathesis
 	{ $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m ./...; a=$$?; \
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
-	  exit $$((a | b)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
+	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
+	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^TestFleet' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
+	  exit $$((a | b | c)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; tail -1 $(STACK)/test-console.log
 
 ## chaos: only the fault suite
@@ -38,12 +45,13 @@ vet:
 	$(GO) vet ./...
 
 stack-up:
-	scripts/stack up
+	ORDERFLOW_STACK_PROFILE=$(PROFILE) scripts/stack up
 
 stack-down:
 	scripts/stack down
 
-## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default
+## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default;
+## PROFILE=cluster measures the cluster profile
 N ?= 500
 C ?= 16
 bench: stack-up

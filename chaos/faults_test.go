@@ -31,7 +31,7 @@ func (r *rig) traffic(t *testing.T, name string, d time.Duration) (wait func()) 
 		wg.Go(func() {
 			for i := 0; time.Now().Before(stopAt); i++ {
 				r.order(t, fmt.Sprintf("%s-http%d-%d", name, c, i))
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(r.httpGap)
 			}
 		})
 	}
@@ -41,7 +41,7 @@ func (r *rig) traffic(t *testing.T, name string, d time.Duration) (wait func()) 
 		for i := 0; time.Now().Before(stopAt); i++ {
 			id := fmt.Sprintf("%s-evt-%d", name, i)
 			r.produce(t, w, id, []byte(id))
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(r.eventGap)
 		}
 	})
 	return wg.Wait

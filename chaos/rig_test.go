@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,13 +35,17 @@ type rig struct {
 	requests, dlq, group string
 	apiAddr, opsAddr     string
 	apiOpsAddr           string
+	httpGap, eventGap    time.Duration // pauses of the traffic's clients between requests
+	fleetAPIs            []string      // when set, POSTs go round-robin to these API addresses
+	next                 atomic.Int64  // round-robin position
 	mu                   sync.Mutex
 	keys                 []string // workflow IDs the clients asked for
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{Orders: workertest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group")}
+	r := &rig{Orders: workertest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group"),
+		httpGap: 50 * time.Millisecond, eventGap: 30 * time.Millisecond}
 	r.requests = stacktest.Topic(t, 4)
 	r.dlq = stacktest.Topic(t, 1)
 	key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), r.tenant)
@@ -64,18 +69,24 @@ func (r *rig) workerEnv(extra map[string]string) map[string]string {
 func (r *rig) startWorker(t *testing.T, extra map[string]string) *stacktest.Proc {
 	t.Helper()
 	p := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), r.workerEnv(extra))
-	waitHTTP(t, "http://"+r.opsAddr+"/healthz")
+	waitHTTP(t, "http://"+r.workerEnv(extra)["OPS_ADDR"]+"/healthz")
 	return p
 }
 
 func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 	t.Helper()
+	return r.startAPIOn(t, r.apiAddr, r.apiOpsAddr, "0s")
+}
+
+// startAPIOn starts an API process on the given public and ops addresses.
+func (r *rig) startAPIOn(t *testing.T, addr, opsAddr, drainDelay string) *stacktest.Proc {
+	t.Helper()
 	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
 		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
 		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": r.Env["PAYLOAD_KEYS"], "TASK_QUEUE": r.Queue,
-		"API_ADDR": r.apiAddr, "OPS_ADDR": r.apiOpsAddr, "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
+		"API_ADDR": addr, "OPS_ADDR": opsAddr, "DRAIN_DELAY": drainDelay, "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
 	})
-	waitHTTP(t, "http://"+r.apiOpsAddr+"/healthz")
+	waitHTTP(t, "http://"+opsAddr+"/healthz")
 	return p
 }
 
@@ -99,7 +110,11 @@ func (r *rig) expect(workflowID string) {
 
 // post sends one POST and returns its status and Retry-After.
 func (r *rig) post(key string) (int, int, error) {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(orderJSON))
+	addr := r.apiAddr
+	if n := len(r.fleetAPIs); n > 0 {
+		addr = r.fleetAPIs[r.next.Add(1)%int64(n)]
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/orders", strings.NewReader(orderJSON))
 	req.Header.Set("Authorization", "Bearer "+r.apiKey)
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Content-Type", "application/json")

@@ -46,6 +46,7 @@ type Result struct {
 // Report is the JSON file.
 type Report struct {
 	Time        time.Time         `json:"time"`
+	Profile     string            `json:"profile"` // the stack's: dev or cluster
 	Machine     map[string]string `json:"machine"`
 	N           int               `json:"n"`
 	Concurrency int               `json:"concurrency"`
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	env := map[string]string{}
-	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS", "PAYLOAD_KEYS"} {
+	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS", "PAYLOAD_KEYS", "ORDERFLOW_STACK_PROFILE"} {
 		if env[k] = getenv(k); env[k] == "" {
 			return fmt.Errorf("%s is not set: run through make bench (it reads .stack/env)", k)
 		}
@@ -78,7 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer b.close()
 
-	rep := Report{Time: time.Now().UTC(), Machine: machine(ctx), N: *n, Concurrency: *conc}
+	env["KAFKA_REPLICATION_FACTOR"] = getenv("KAFKA_REPLICATION_FACTOR")
+	rep := Report{Time: time.Now().UTC(), Profile: env["ORDERFLOW_STACK_PROFILE"], Machine: machine(ctx, env["ORDERFLOW_STACK_PROFILE"]), N: *n, Concurrency: *conc}
 	add := func(r Result, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.Scenario, err)
@@ -122,14 +124,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("results folder: %w", err)
 	}
-	path := filepath.Join(*out, rep.Time.Format("20060102T150405Z")+".json")
+	path := filepath.Join(*out, rep.Time.Format("20060102T150405Z")+"-"+rep.Profile+".json")
+	latest := filepath.Join(*out, "latest-"+rep.Profile+".json")
 	data, _ := json.MarshalIndent(rep, "", "  ")
-	for _, p := range []string{path, filepath.Join(*out, "latest.json")} {
+	for _, p := range []string{path, latest} {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "report: %s (and latest.json, which the README quotes)\n", path)
+	fmt.Fprintf(stdout, "report: %s (and %s, which the README quotes)\n", path, latest)
 	return nil
 }
 
@@ -164,7 +167,7 @@ func alsoRatio(rs []Result, name, base string) {
 func printTable(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "\norderflow bench: n=%d, concurrency=%d, %s, %s cores, %s memory\n", rep.N, rep.Concurrency,
 		rep.Machine["os"], rep.Machine["cores"], rep.Machine["memory"])
-	fmt.Fprintf(w, "stack: %s\n\n", rep.Machine["stack"])
+	fmt.Fprintf(w, "stack: %s profile; %s\n\n", rep.Profile, rep.Machine["stack"])
 	fmt.Fprintf(w, "| scenario | n | rate/s | p50 ms | p95 ms | p99 ms | ratio | note |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		ratio := ""
@@ -187,15 +190,20 @@ func ms(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-func machine(ctx context.Context) map[string]string {
+func machine(ctx context.Context, profile string) map[string]string {
 	m := map[string]string{"os": runtime.GOOS + "/" + runtime.GOARCH, "cores": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb int
 		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
 		m["memory"] = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
 	}
-	m["stack"] = "PostgreSQL 15, Temporal CLI v1.5.1 dev server (SQLite WAL), Kafka 4.1.1 KRaft, kafka-go " +
-		moduleVersion("github.com/segmentio/kafka-go") + ", Temporal Go SDK " + moduleVersion("go.temporal.io/sdk")
+	// As scripts/stack starts each profile.
+	stack := "PostgreSQL 15, Temporal CLI v1.5.1 dev server (SQLite WAL), Kafka 4.1.1 single KRaft node"
+	if profile == "cluster" {
+		stack = "PostgreSQL 15 (orderflow's and Temporal's databases), Temporal server v1.32.2 (PostgreSQL, 4 history shards), " +
+			"Kafka 4.1.1 three KRaft nodes (replication factor 3, min.insync.replicas 2)"
+	}
+	m["stack"] = stack + ", kafka-go " + moduleVersion("github.com/segmentio/kafka-go") + ", Temporal Go SDK " + moduleVersion("go.temporal.io/sdk")
 	return m
 }
 

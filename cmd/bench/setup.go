@@ -84,7 +84,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	}
 	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
 		b.topics[role] = "bench-" + role + "-" + b.run
-		if err := kafkaclient.CreateTopic(ctx, b.brokers[0], b.topics[role], 4, 1); err != nil {
+		if err := kafkaclient.CreateTopic(ctx, b.brokers[0], b.topics[role], 4, testkit.Replicas(env)); err != nil {
 			return nil, err
 		}
 	}

@@ -2,7 +2,9 @@ package stacktest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -108,4 +110,33 @@ func FreeAddr(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return addr
+}
+
+// BinaryAt builds a main package of this module as it was at a git commit: the
+// binary a deployment of that version runs. The test skips, saying so, when the
+// clone does not hold the commit (a shallow clone).
+func BinaryAt(tb testing.TB, commit, pkg string) string {
+	tb.Helper()
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		tb.Fatalf("find the repository: %v", err)
+	}
+	root := strings.TrimSpace(string(top))
+	if exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() != nil {
+		tb.Skipf("commit %s is not in this clone (a shallow clone?); a full clone runs this test", commit)
+	}
+	src := filepath.Join(tb.TempDir(), commit)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, commit, src).CombinedOutput(); err != nil {
+		tb.Fatalf("check out %s: %v\n%s", commit, err, out)
+	}
+	bin := filepath.Join(src, "bin", filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, "./"+pkg)
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("build %s at %s: %v\n%s", pkg, commit, err, out)
+	}
+	return bin
 }

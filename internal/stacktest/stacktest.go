@@ -125,7 +125,7 @@ func Topic(tb testing.TB, partitions int) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	topic, err := testkit.Topic(ctx, Brokers(tb)[0], "test", partitions)
+	topic, err := testkit.Topic(ctx, Env(tb), "test", partitions)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -86,11 +87,20 @@ func FreeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// Topic creates a topic with a unique name and the given partitions on the stack's
-// (single) broker.
-func Topic(ctx context.Context, broker, prefix string, partitions int) (string, error) {
+// Topic creates a topic with a unique name, the given partitions and the stack's
+// replication factor.
+func Topic(ctx context.Context, env map[string]string, prefix string, partitions int) (string, error) {
 	topic := Name(prefix)
-	return topic, kafkaclient.CreateTopic(ctx, broker, topic, partitions, 1)
+	return topic, kafkaclient.CreateTopic(ctx, strings.Split(env["KAFKA_BROKERS"], ",")[0], topic, partitions, Replicas(env))
+}
+
+// Replicas is the replication factor of the stack's topics: 3 on the cluster
+// profile, 1 on the dev one.
+func Replicas(env map[string]string) int {
+	if n, err := strconv.Atoi(env["KAFKA_REPLICATION_FACTOR"]); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // Proc is a child process whose output goes to a log file.

@@ -98,7 +98,9 @@ func EndOffset(ctx context.Context, broker, topic string, partition int) (int64,
 }
 
 // CreateTopic creates topic with the given partitions and replication factor and
-// waits until every partition's leader serves it, so first writes do not fail.
+// waits until every partition's leader serves it, so first writes do not fail. A
+// replicated topic takes writes while one replica is down, and not with fewer:
+// min.insync.replicas is one less than the replication factor.
 func CreateTopic(ctx context.Context, broker, topic string, partitions, replicas int) error {
 	conn, err := kafka.DialContext(ctx, "tcp", broker)
 	if err != nil {
@@ -114,7 +116,10 @@ func CreateTopic(ctx context.Context, broker, topic string, partitions, replicas
 		return fmt.Errorf("dial kafka controller: %w", err)
 	}
 	defer cc.Close()
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: replicas}); err != nil {
+	if err := cc.CreateTopics(kafka.TopicConfig{
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: replicas,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: strconv.Itoa(max(replicas-1, 1))}},
+	}); err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
