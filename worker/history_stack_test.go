@@ -27,7 +27,7 @@ import (
 // replays their histories against the current code. With
 // ORDERFLOW_RECORD_HISTORIES=1 it also writes them to workflows/testdata, where
 // workflows' replay test guards them without a server. Histories of runs started
-// before a versioned change are kept there as v0_*.json.
+// before a versioned change are kept there as vN_*.json.
 func TestRealHistoriesReplay(t *testing.T) {
 	h := newHarness(t)
 	h.StartWorker(t)

@@ -57,6 +57,13 @@ const paymentsChange = "payments-reconcile"
 // Runs started before it keep their regular activities on replay.
 const localStoreChange = "local-store-steps"
 
+// localPublishChange names the versioned change that publishes the order's events
+// as a local activity: one Kafka write of a few milliseconds, idempotent for
+// consumers (the eventId is derived from the workflow and the type), so it needs
+// no server round trip either. Since it, the charge (and a refund) are the only
+// activities scheduled through the server.
+const localPublishChange = "local-publish"
+
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
 const noDeadline = 10 * 365 * 24 * time.Hour
 
@@ -119,6 +126,18 @@ func localStoreContext(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// localPublishContext is the publish's options since localPublishChange: as
+// activityContextsV1's publish, retrying until Kafka takes the event, and, as the
+// store steps, with no deadline for the retries.
+func localPublishContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: noDeadline,
+		StartToCloseTimeout:    15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second},
+	})
+}
+
 // storeStep runs a Postgres step of the order: a local activity since
 // localStoreChange, a regular one before.
 func (r *run) storeStep(activity any, args ...any) workflow.Future {
@@ -174,6 +193,7 @@ type run struct {
 	done            bool
 	version         workflow.Version
 	localStore      bool // since localStoreChange
+	localPublish    bool // since localPublishChange
 	store, pay, pub workflow.Context
 	lookupCtx       workflow.Context
 
@@ -214,6 +234,9 @@ func (r *run) process(ctx workflow.Context) error {
 		r.store, r.pay, r.lookupCtx, r.pub = activityContextsV1(ctx)
 		if workflow.GetVersion(ctx, localStoreChange, workflow.DefaultVersion, 1) == 1 {
 			r.localStore, r.store = true, localStoreContext(ctx)
+			if workflow.GetVersion(ctx, localPublishChange, workflow.DefaultVersion, 1) == 1 {
+				r.localPublish, r.pub = true, localPublishContext(ctx)
+			}
 		}
 	}
 	if err := r.storeStep(r.orders.RecordOrder, r.in.Order).Get(ctx, nil); err != nil {
@@ -459,11 +482,15 @@ func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) e
 
 func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 	o := r.in.Order
-	return workflow.ExecuteActivity(r.pub, r.events.Publish, activities.Event{
+	e := activities.Event{
 		Type: eventType, OrderID: o.ID, Tenant: o.Tenant, WorkflowID: o.WorkflowID,
 		Status: r.res.Status, Amount: o.Amount, Currency: o.Currency,
 		PaymentRef: r.res.ChargeID, Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
-	}).Get(ctx, nil)
+	}
+	if r.localPublish {
+		return workflow.ExecuteLocalActivity(r.pub, r.events.Publish, e).Get(ctx, nil)
+	}
+	return workflow.ExecuteActivity(r.pub, r.events.Publish, e).Get(ctx, nil)
 }
 
 // ErrNotCancellable is the error type of the cancel update's rejection of an order
