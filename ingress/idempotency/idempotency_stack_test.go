@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +83,39 @@ func TestClaimLifecycle(t *testing.T) {
 	// Another tenant's key is another key.
 	if out, _, _ := s.Claim(ctx, tenant+"-b", "k", other, "wf-b", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("other tenant = %v", out)
+	}
+}
+
+// Concurrent first requests with one key: one claims it, the others see it in
+// flight, whichever of them inserts first.
+func TestConcurrentFirstClaimsOneWins(t *testing.T) {
+	pool := stacktest.Pool(t)
+	s := idempotency.New(pool, time.Hour)
+	tenant := stacktest.Name("tenant")
+	fp := idempotency.Print{Value: []byte("fp"), Matches: func(stored []byte) bool { return string(stored) == "fp" }}
+	for round := range 20 {
+		key := fmt.Sprintf("race-%d", round)
+		var claimed, inFlight atomic.Int32
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				out, _, err := s.Claim(context.Background(), tenant, key, fp, "wf-"+key, time.Minute)
+				switch {
+				case err != nil:
+					t.Error(err)
+				case out == idempotency.Claimed:
+					claimed.Add(1)
+				case out == idempotency.InFlight:
+					inFlight.Add(1)
+				default:
+					t.Errorf("claim = %v", out)
+				}
+			})
+		}
+		wg.Wait()
+		if claimed.Load() != 1 || inFlight.Load() != 15 {
+			t.Fatalf("%s: %d claimed, %d in flight; want 1 and 15", key, claimed.Load(), inFlight.Load())
+		}
 	}
 }
 
