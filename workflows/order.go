@@ -58,10 +58,11 @@ const paymentsChange = "payments-reconcile"
 const localStoreChange = "local-store-steps"
 
 // localPublishChange names the versioned change that publishes the order's events
-// as a local activity: one Kafka write of a few milliseconds, idempotent for
+// as a local activity first: one Kafka write of a few milliseconds, idempotent for
 // consumers (the eventId is derived from the workflow and the type), so it needs
 // no server round trip either. Since it, the charge (and a refund) are the only
-// activities scheduled through the server.
+// activities scheduled through the server while Kafka answers. When it does not,
+// the publish falls back to the regular activity (see localPublishContext).
 const localPublishChange = "local-publish"
 
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
@@ -126,15 +127,17 @@ func localStoreContext(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// localPublishContext is the publish's options since localPublishChange: as
-// activityContextsV1's publish, retrying until Kafka takes the event, and, as the
-// store steps, with no deadline for the retries.
+// localPublishContext is the publish's local attempts since localPublishChange: a
+// few seconds of them, then the regular activity, which retries until Kafka takes
+// the event. A local activity holds one of the worker's workflow task slots while
+// it runs; retrying one forever through a Kafka outage would let the blocked
+// publishes take every slot and stop the charges of other orders.
 func localPublishContext(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		ScheduleToCloseTimeout: noDeadline,
-		StartToCloseTimeout:    15 * time.Second,
+		ScheduleToCloseTimeout: 5 * time.Second,
+		StartToCloseTimeout:    3 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 30 * time.Second},
+			MaximumInterval: time.Second},
 	})
 }
 
@@ -194,6 +197,7 @@ type run struct {
 	version         workflow.Version
 	localStore      bool // since localStoreChange
 	localPublish    bool // since localPublishChange
+	pubLocal        workflow.Context
 	store, pay, pub workflow.Context
 	lookupCtx       workflow.Context
 
@@ -235,7 +239,7 @@ func (r *run) process(ctx workflow.Context) error {
 		if workflow.GetVersion(ctx, localStoreChange, workflow.DefaultVersion, 1) == 1 {
 			r.localStore, r.store = true, localStoreContext(ctx)
 			if workflow.GetVersion(ctx, localPublishChange, workflow.DefaultVersion, 1) == 1 {
-				r.localPublish, r.pub = true, localPublishContext(ctx)
+				r.localPublish, r.pubLocal = true, localPublishContext(ctx)
 			}
 		}
 	}
@@ -488,7 +492,11 @@ func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 		PaymentRef: r.res.ChargeID, Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
 	}
 	if r.localPublish {
-		return workflow.ExecuteLocalActivity(r.pub, r.events.Publish, e).Get(ctx, nil)
+		if err := workflow.ExecuteLocalActivity(r.pubLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
+			return nil
+		}
+		// Kafka is not taking writes: wait for it in a regular activity, which
+		// holds no workflow task slot meanwhile.
 	}
 	return workflow.ExecuteActivity(r.pub, r.events.Publish, e).Get(ctx, nil)
 }

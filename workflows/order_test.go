@@ -300,6 +300,46 @@ func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
 	}
 }
 
+// Kafka down when OrderPaid is published: a few seconds of local attempts, then the
+// regular activity, retried until Kafka is back (here: it fails every local attempt
+// and two regular ones). Local attempts hold a workflow task slot of the worker;
+// retried through a whole outage, they would take every slot and stop other
+// orders' charges.
+func TestPublishOutageMovesToARegularActivity(t *testing.T) {
+	e := newEnv(t)
+	e.onCharge(nil)
+	var down, lastLocal time.Time
+	local, regular := 0, 0
+	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(func(ctx context.Context, ev activities.Event) error {
+		e.f.mu.Lock()
+		defer e.f.mu.Unlock()
+		if down.IsZero() {
+			down = e.Now()
+		}
+		if activity.GetInfo(ctx).IsLocalActivity {
+			local++
+			lastLocal = e.Now()
+		} else {
+			regular++
+		}
+		if regular < 3 && local < 30 { // (a bound, so a publish that never leaves its local attempts fails here rather than hangs)
+			return errors.New("kafka: leader not available")
+		}
+		e.f.published = append(e.f.published, ev)
+		return nil
+	})
+	e.execute(placeOrder())
+	res := e.result(t)
+	if res.Status != order.StatusPaid || len(e.f.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderPaid}) {
+		t.Fatalf("result %+v, refunds %d, events %v: want PAID, none, OrderPaid", res, len(e.f.refunds), e.f.eventTypes())
+	}
+	t.Logf("%d local attempts over %s, then %d regular ones", local, lastLocal.Sub(down), regular)
+	if local < 2 || regular != 3 || lastLocal.Sub(down) > 10*time.Second {
+		t.Fatalf("%d local attempts (the last %s into the outage), %d regular: want local ones for seconds, then regular ones",
+			local, lastLocal.Sub(down), regular)
+	}
+}
+
 // onLookup answers lookups with found (or not), recording them.
 func (e *env) onLookup(found ...bool) *[]activities.LookupInput {
 	var asked []activities.LookupInput
