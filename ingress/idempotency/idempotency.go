@@ -63,12 +63,9 @@ func New(pool *pgxpool.Pool, ttl time.Duration) *Store {
 // A repeated key costs one read; each write is one atomic statement, so no
 // transaction is held across round trips.
 func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflowID string, lease time.Duration) (Outcome, Record, error) {
-	cur, found, inserted, err := s.insertOrRead(ctx, tenant, key, fp, workflowID, lease)
+	cur, found, err := s.read(ctx, tenant, key)
 	if err != nil {
 		return 0, Record{}, err
-	}
-	if inserted {
-		return Claimed, Record{WorkflowID: workflowID}, nil
 	}
 	if !found || cur.expired {
 		tag, err := s.pool.Exec(ctx, `
@@ -123,35 +120,6 @@ type current struct {
 	status      *int
 	lockedFor   *float64 // seconds left of a live lease
 	expired     bool
-}
-
-// insertOrRead claims a key never seen, or reads the record the key has, in one
-// round trip. On a conflict the insert does nothing (it neither locks nor writes),
-// so a replay stays a read. found and inserted are both false when another request
-// inserted the key after this statement's snapshot.
-func (s *Store) insertOrRead(ctx context.Context, tenant, key string, fp Print, workflowID string, lease time.Duration) (c current, found, inserted bool, err error) {
-	err = s.pool.QueryRow(ctx, `
-		WITH ins AS (
-			INSERT INTO idempotency_keys (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
-			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
-			ON CONFLICT (tenant, key) DO NOTHING
-			RETURNING workflow_id
-		)
-		SELECT true, NULL::bytea, workflow_id, NULL::int, NULL::bytea, NULL::float8, false FROM ins
-		UNION ALL
-		SELECT false, fingerprint, workflow_id, response_status, response_body,
-		       CASE WHEN locked_until > now() THEN extract(epoch FROM locked_until - now())::float8 END,
-		       expires_at < now()
-		FROM idempotency_keys WHERE tenant = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
-		tenant, key, fp.Value, workflowID, lease.Milliseconds(), s.ttl.Milliseconds(),
-	).Scan(&inserted, &c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.expired)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, false, false, nil
-	}
-	if err != nil {
-		return c, false, false, fmt.Errorf("claim idempotency key: %w", err)
-	}
-	return c, !inserted, inserted, nil
 }
 
 func (s *Store) read(ctx context.Context, tenant, key string) (current, bool, error) {
