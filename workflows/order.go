@@ -127,17 +127,18 @@ func localStoreContext(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// localPublishContext is the publish's local attempts since localPublishChange: a
-// few seconds of them, then the regular activity, which retries until Kafka takes
-// the event. A local activity holds one of the worker's workflow task slots while
-// it runs; retrying one forever through a Kafka outage would let the blocked
-// publishes take every slot and stop the charges of other orders.
+// localPublishContext is the publish's one local attempt since localPublishChange;
+// when it fails, the regular activity retries until Kafka takes the event. A local
+// activity holds one of the worker's workflow task slots while it runs: retried
+// through a Kafka outage, the blocked publishes would take every slot and stop the
+// charges of other orders. One attempt also keeps duplicates down: an attempt cut
+// off by its timeout may still land in Kafka, so each retry may add a copy (with
+// the same eventId).
 func localPublishContext(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		ScheduleToCloseTimeout: 5 * time.Second,
-		StartToCloseTimeout:    3 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: time.Second},
+		StartToCloseTimeout:    5 * time.Second,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 }
 
