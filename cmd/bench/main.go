@@ -73,13 +73,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 
+	env["KAFKA_REPLICATION_FACTOR"] = getenv("KAFKA_REPLICATION_FACTOR") // the bench's topics are replicated as the stack's
 	b, err := setup(ctx, env, *bins, *n, *conc, stdout)
 	if err != nil {
 		return err
 	}
 	defer b.close()
 
-	env["KAFKA_REPLICATION_FACTOR"] = getenv("KAFKA_REPLICATION_FACTOR")
 	rep := Report{Time: time.Now().UTC(), Profile: env["ORDERFLOW_STACK_PROFILE"], Machine: machine(ctx, env["ORDERFLOW_STACK_PROFILE"]), N: *n, Concurrency: *conc}
 	add := func(r Result, err error) error {
 		if err != nil {
