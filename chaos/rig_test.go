@@ -68,8 +68,9 @@ func (r *rig) workerEnv(extra map[string]string) map[string]string {
 
 func (r *rig) startWorker(t *testing.T, extra map[string]string) *stacktest.Proc {
 	t.Helper()
-	p := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), r.workerEnv(extra))
-	waitHTTP(t, "http://"+r.workerEnv(extra)["OPS_ADDR"]+"/healthz")
+	env := r.workerEnv(extra)
+	p := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), env)
+	waitHTTP(t, "http://"+env["OPS_ADDR"]+"/healthz")
 	return p
 }
 

@@ -196,9 +196,8 @@ type run struct {
 	cancelRequested bool
 	done            bool
 	version         workflow.Version
-	localStore      bool // since localStoreChange
-	localPublish    bool // since localPublishChange
-	pubLocal        workflow.Context
+	localStore      bool             // since localStoreChange
+	pubLocal        workflow.Context // the publish's local attempt, since localPublishChange
 	store, pay, pub workflow.Context
 	lookupCtx       workflow.Context
 
@@ -240,7 +239,7 @@ func (r *run) process(ctx workflow.Context) error {
 		if workflow.GetVersion(ctx, localStoreChange, workflow.DefaultVersion, 1) == 1 {
 			r.localStore, r.store = true, localStoreContext(ctx)
 			if workflow.GetVersion(ctx, localPublishChange, workflow.DefaultVersion, 1) == 1 {
-				r.localPublish, r.pubLocal = true, localPublishContext(ctx)
+				r.pubLocal = localPublishContext(ctx)
 			}
 		}
 	}
@@ -492,7 +491,7 @@ func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 		Status: r.res.Status, Amount: o.Amount, Currency: o.Currency,
 		PaymentRef: r.res.ChargeID, Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
 	}
-	if r.localPublish {
+	if r.pubLocal != nil {
 		if err := workflow.ExecuteLocalActivity(r.pubLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
 			return nil
 		}
