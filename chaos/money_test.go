@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func (r *rig) paid(t *testing.T, n int) {
 func TestChaosResentAfterEveryoneElseForgot(t *testing.T) {
 	r := newRig(t)
 	r.startWorker(t, nil)
-	r.startAPI(t)
+	api := r.startAPI(t)
 	key := stacktest.Name("old")
 	wf := order.WorkflowID(r.tenant, order.FromHTTP, key)
 	r.expect(wf)
@@ -88,6 +89,13 @@ func TestChaosResentAfterEveryoneElseForgot(t *testing.T) {
 		return false
 	})
 	r.Sim.Prune()
+	// Days later the process that answered first, and the responses it keeps in
+	// memory, are long gone.
+	api.Signal(syscall.SIGTERM)
+	if code := api.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("api exited %d", code)
+	}
+	r.startAPI(t)
 
 	status, again := r.postOrder(t, key)
 	time.Sleep(3 * time.Second) // would a new run charge?

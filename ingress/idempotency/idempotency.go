@@ -44,47 +44,51 @@ type Record struct {
 	Body       []byte
 	// RetryAfter is how long until an in-flight claim expires.
 	RetryAfter time.Duration
+	// OrderRecorded (Claimed only): the orders table already has the workflow's
+	// order, made under an earlier record of the key that has since expired.
+	OrderRecorded bool
 }
 
 // Store is the idempotency_keys table.
 type Store struct {
-	pool *pgxpool.Pool
-	ttl  time.Duration
+	pool    *pgxpool.Pool
+	ttl     time.Duration
+	replays *replays
 }
 
 // New returns a store whose records expire after ttl.
 func New(pool *pgxpool.Pool, ttl time.Duration) *Store {
-	return &Store{pool: pool, ttl: ttl}
+	return &Store{pool: pool, ttl: ttl, replays: newReplays(replayCapacity, replayLifetime, time.Now)}
 }
 
 // Claim takes the key for one request for at most lease. A claim whose lease ran out
 // (its request died: the process was killed) is taken over, which is safe because
 // the workflow start it guards is itself idempotent. Expired records are reclaimed.
-// A repeated key costs one read; each write is one atomic statement, so no
-// transaction is held across round trips.
+// A new key costs one statement, which also says whether the workflow's order is
+// already recorded; a repeated key costs one read, or none when its response is in
+// the process's cache (replays.go). No transaction is held across round trips.
 func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflowID string, lease time.Duration) (Outcome, Record, error) {
-	cur, found, err := s.read(ctx, tenant, key)
-	if err != nil {
-		return 0, Record{}, err
+	if e, ok := s.replays.get(tenant, key); ok {
+		if !fp.Matches(e.fingerprint) {
+			return Mismatch, e.Record, nil
+		}
+		return Replay, e.Record, nil
 	}
-	if !found || cur.expired {
-		tag, err := s.pool.Exec(ctx, `
-			INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
-			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
-			ON CONFLICT (tenant, key) DO UPDATE
-			SET fingerprint = EXCLUDED.fingerprint, workflow_id = EXCLUDED.workflow_id,
-			    response_status = NULL, response_body = NULL, locked_until = EXCLUDED.locked_until,
-			    created_at = now(), expires_at = EXCLUDED.expires_at
-			WHERE k.expires_at < now()`,
-			tenant, key, fp.Value, workflowID, lease.Milliseconds(), s.ttl.Milliseconds())
-		if err != nil {
-			return 0, Record{}, fmt.Errorf("claim idempotency key: %w", err)
+	cur, claimed, err := s.insert(ctx, tenant, key, fp.Value, workflowID, lease)
+	switch {
+	case err != nil:
+		return 0, Record{}, err
+	case claimed:
+		return Claimed, cur.Record, nil
+	case cur.expired:
+		if cur, claimed, err = s.reclaim(ctx, tenant, key, fp.Value, workflowID, lease); err != nil || claimed {
+			return Claimed, cur.Record, err
 		}
-		if tag.RowsAffected() == 1 {
-			return Claimed, Record{WorkflowID: workflowID}, nil
-		}
-		// Another request created the record in between: judge by it.
-		if cur, found, err = s.read(ctx, tenant, key); err != nil || !found {
+	}
+	if !cur.found {
+		// Another request created the record after this statement's snapshot, or
+		// reclaimed it in between: judge by it.
+		if cur, err = s.read(ctx, tenant, key); err != nil || !cur.found {
 			return 0, Record{}, fmt.Errorf("claim idempotency key: record vanished (%v)", err)
 		}
 	}
@@ -93,6 +97,9 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 		return Mismatch, cur.Record, nil
 	case cur.status != nil:
 		cur.Status = *cur.status
+		if cur.left >= replayMinLeft.Seconds() {
+			s.replays.put(tenant, key, cur.Record, cur.fingerprint)
+		}
 		return Replay, cur.Record, nil
 	case cur.lockedFor != nil:
 		cur.RetryAfter = time.Duration(*cur.lockedFor * float64(time.Second))
@@ -100,60 +107,119 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 	}
 	// The lease ran out without a response: take it over, unless another request
 	// just did.
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond'
-		WHERE tenant = $1 AND key = $2 AND response_status IS NULL AND (locked_until IS NULL OR locked_until <= now())`,
-		tenant, key, lease.Milliseconds())
+	err = s.pool.QueryRow(ctx, `
+		UPDATE idempotency_keys k SET locked_until = now() + $3 * interval '1 millisecond'
+		WHERE tenant = $1 AND key = $2 AND response_status IS NULL AND (locked_until IS NULL OR locked_until <= now())
+		RETURNING `+orderRecorded, tenant, key, lease.Milliseconds()).Scan(&cur.OrderRecorded)
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur.RetryAfter = time.Second
+		return InFlight, cur.Record, nil
+	}
 	if err != nil {
 		return 0, Record{}, fmt.Errorf("take over idempotency key: %w", err)
 	}
-	if tag.RowsAffected() == 1 {
-		return Claimed, cur.Record, nil
-	}
-	cur.RetryAfter = time.Second
-	return InFlight, cur.Record, nil
+	return Claimed, cur.Record, nil
 }
 
-type current struct {
-	Record
-	fingerprint []byte
-	status      *int
-	lockedFor   *float64 // seconds left of a live lease
-	expired     bool
-}
+// orderRecorded says whether the claimed workflow's order is in the orders table:
+// Postgres keeps orders longer than keys, so a key can be new to its order.
+const orderRecorded = `EXISTS (SELECT 1 FROM orders o WHERE o.tenant = k.tenant AND o.workflow_id = k.workflow_id)`
 
-func (s *Store) read(ctx context.Context, tenant, key string) (current, bool, error) {
+// insert claims a key that has no record, or returns the record the statement's
+// snapshot holds (not found when a concurrent insert made it).
+func (s *Store) insert(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (current, bool, error) {
 	var c current
+	var claimed bool
 	err := s.pool.QueryRow(ctx, `
-		SELECT fingerprint, workflow_id, response_status, response_body,
-		       CASE WHEN locked_until > now() THEN extract(epoch FROM locked_until - now())::float8 END,
-		       expires_at < now()
-		FROM idempotency_keys WHERE tenant = $1 AND key = $2`,
-		tenant, key).Scan(&c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.expired)
+		WITH ins AS (
+			INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
+			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
+			ON CONFLICT (tenant, key) DO NOTHING
+			RETURNING `+orderRecorded+` AS recorded)
+		SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT recorded FROM ins), false), k.tenant IS NOT NULL, `+readColumns+`
+		FROM (SELECT 1) one LEFT JOIN idempotency_keys k ON k.tenant = $1 AND k.key = $2`,
+		tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds()).Scan(
+		&claimed, &c.OrderRecorded, &c.found, &c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.left)
+	if err != nil {
+		return c, false, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	if claimed {
+		c.WorkflowID = workflowID
+	}
+	c.expired = c.found && c.left < 0
+	return c, claimed, nil
+}
+
+// reclaim rewrites an expired record for a new request.
+func (s *Store) reclaim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (current, bool, error) {
+	c := current{Record: Record{WorkflowID: workflowID}}
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
+		VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
+		ON CONFLICT (tenant, key) DO UPDATE
+		SET fingerprint = EXCLUDED.fingerprint, workflow_id = EXCLUDED.workflow_id,
+		    response_status = NULL, response_body = NULL, locked_until = EXCLUDED.locked_until,
+		    created_at = now(), expires_at = EXCLUDED.expires_at
+		WHERE k.expires_at < now()
+		RETURNING `+orderRecorded,
+		tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds()).Scan(&c.OrderRecorded)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return c, false, nil
+		return current{}, false, nil // another request reclaimed it first
 	}
 	if err != nil {
-		return c, false, fmt.Errorf("read idempotency key: %w", err)
+		return c, false, fmt.Errorf("reclaim idempotency key: %w", err)
 	}
 	return c, true, nil
 }
 
-// Lookup returns the workflow a key was claimed for, expired or not.
-func (s *Store) Lookup(ctx context.Context, tenant, key string) (string, bool, error) {
-	cur, found, err := s.read(ctx, tenant, key)
-	return cur.WorkflowID, found, err
+type current struct {
+	Record
+	found       bool
+	fingerprint []byte
+	status      *int
+	lockedFor   *float64 // seconds left of a live lease
+	left        float64  // seconds until the record expires
+	expired     bool
 }
 
-// Complete stores the response of a claimed key. A non-nil fingerprint replaces the
-// claim's: the key is bound to the request that made the order it answers with.
-func (s *Store) Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error {
-	_, err := s.pool.Exec(ctx, `
+const readColumns = `k.fingerprint, COALESCE(k.workflow_id, ''), k.response_status, k.response_body,
+	CASE WHEN k.locked_until > now() THEN extract(epoch FROM k.locked_until - now())::float8 END,
+	COALESCE(extract(epoch FROM k.expires_at - now())::float8, 0)`
+
+func (s *Store) read(ctx context.Context, tenant, key string) (current, error) {
+	c := current{found: true}
+	err := s.pool.QueryRow(ctx, `SELECT `+readColumns+` FROM idempotency_keys k WHERE tenant = $1 AND key = $2`,
+		tenant, key).Scan(&c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.left)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return current{}, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read idempotency key: %w", err)
+	}
+	c.expired = c.left < 0
+	return c, nil
+}
+
+// Lookup returns the workflow a key was claimed for, expired or not.
+func (s *Store) Lookup(ctx context.Context, tenant, key string) (string, bool, error) {
+	cur, err := s.read(ctx, tenant, key)
+	return cur.WorkflowID, cur.found, err
+}
+
+// Complete stores the response of a claimed key, for the request whose fingerprint
+// is given: it replaces the claim's, binding the key to the request that made the
+// order it answers with. nil keeps the claim's.
+func (s *Store) Complete(ctx context.Context, tenant, key, workflowID string, fingerprint []byte, status int, body []byte) error {
+	tag, err := s.pool.Exec(ctx, `
 		UPDATE idempotency_keys SET response_status = $3, response_body = $4, locked_until = NULL,
 		       fingerprint = COALESCE($5, fingerprint)
 		WHERE tenant = $1 AND key = $2`, tenant, key, status, body, fingerprint)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
+	}
+	// The record was claimed moments ago, so it has about the store's ttl to live.
+	if tag.RowsAffected() == 1 && fingerprint != nil && s.ttl >= replayMinLeft+time.Minute {
+		s.replays.put(tenant, key, Record{WorkflowID: workflowID, Status: status, Body: body}, fingerprint)
 	}
 	return nil
 }

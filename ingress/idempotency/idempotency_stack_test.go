@@ -42,7 +42,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _ := claim("k", other, time.Minute); out != idempotency.Mismatch {
 		t.Fatalf("other body = %v", out)
 	}
-	if err := s.Complete(ctx, tenant, "k", nil, 202, []byte(`{"id":"x"}`)); err != nil {
+	if err := s.Complete(ctx, tenant, "k", "wf-k", nil, 202, []byte(`{"id":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if out, rec := claim("k", fp, time.Minute); out != idempotency.Replay || rec.Status != 202 || string(rec.Body) != `{"id":"x"}` || rec.WorkflowID != "wf-k" {
@@ -73,7 +73,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _, _ := short.Claim(ctx, tenant, "old", fp, "wf-old", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("claim = %v", out)
 	}
-	if err := short.Complete(ctx, tenant, "old", nil, 202, []byte(`{}`)); err != nil {
+	if err := short.Complete(ctx, tenant, "old", "wf-old", fp.Value, 202, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
@@ -185,5 +185,66 @@ func TestMarkProcessedBatchesAndDeduplicates(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s: %d callers told they recorded it, want 1", id, n)
 		}
+	}
+}
+
+// A completed response is answered from the process while its record lives: the
+// row is deleted behind the store's back and the key still replays, in this process
+// (filled by Complete) and in another (filled by its first read). A record with
+// less than the cache's margin to live is always read from Postgres.
+func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
+	pool := stacktest.Pool(t)
+	ctx := context.Background()
+	tenant := stacktest.Name("tenant")
+	printOf := func(v string) idempotency.Print {
+		return idempotency.Print{Value: []byte(v), Matches: func(stored []byte) bool { return string(stored) == v }}
+	}
+	fp, other := printOf("fp-1"), printOf("fp-2")
+	drop := func(key string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2`, tenant, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimAndComplete := func(s *idempotency.Store, key string) {
+		t.Helper()
+		if out, _, err := s.Claim(ctx, tenant, key, fp, "wf-"+key, time.Minute); err != nil || out != idempotency.Claimed {
+			t.Fatalf("claim %s = %v %v", key, out, err)
+		}
+		if err := s.Complete(ctx, tenant, key, "wf-"+key, fp.Value, 202, []byte(`{"key":"`+key+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	api1, api2 := idempotency.New(pool, 24*time.Hour), idempotency.New(pool, 24*time.Hour)
+	claimAndComplete(api1, "k")
+	if out, rec, err := api2.Claim(ctx, tenant, "k", fp, "wf-k", time.Minute); err != nil || out != idempotency.Replay {
+		t.Fatalf("first read elsewhere = %v %v", out, err)
+	} else if string(rec.Body) != `{"key":"k"}` {
+		t.Fatalf("body = %s", rec.Body)
+	}
+	drop("k")
+	for name, s := range map[string]*idempotency.Store{"completing": api1, "reading": api2} {
+		out, rec, err := s.Claim(ctx, tenant, "k", fp, "wf-k", time.Minute)
+		if err != nil || out != idempotency.Replay || rec.Status != 202 || string(rec.Body) != `{"key":"k"}` || rec.WorkflowID != "wf-k" {
+			t.Fatalf("%s process: %v %+v %v, want the cached replay", name, out, rec, err)
+		}
+		if out, _, _ := s.Claim(ctx, tenant, "k", other, "wf-k", time.Minute); out != idempotency.Mismatch {
+			t.Fatalf("%s process: another body = %v, want Mismatch", name, out)
+		}
+		if out, _, _ := s.Claim(ctx, tenant+"-"+name, "k", fp, "wf-b", time.Minute); out != idempotency.Claimed {
+			t.Fatalf("%s process: another tenant's key = %v, want Claimed", name, out)
+		}
+	}
+
+	// Records that expire within the cache's lifetime are not cached.
+	short := idempotency.New(pool, 5*time.Minute)
+	claimAndComplete(short, "short")
+	if out, _, _ := short.Claim(ctx, tenant, "short", fp, "wf-short", time.Minute); out != idempotency.Replay {
+		t.Fatalf("short-lived record = %v", out)
+	}
+	drop("short")
+	if out, _, _ := short.Claim(ctx, tenant, "short", other, "wf-short", time.Minute); out != idempotency.Claimed {
+		t.Fatalf("short-lived record after its row went = %v, want Claimed (read from Postgres)", out)
 	}
 }

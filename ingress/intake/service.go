@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,7 +58,7 @@ type Outcome struct {
 // KeyStore is the idempotency_keys table.
 type KeyStore interface {
 	Claim(ctx context.Context, tenant, key string, fp idempotency.Print, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
-	Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error
+	Complete(ctx context.Context, tenant, key, workflowID string, fingerprint []byte, status int, body []byte) error
 	Unlock(ctx context.Context, tenant, key string) error
 	Lookup(ctx context.Context, tenant, key string) (workflowID string, found bool, err error)
 }
@@ -138,7 +139,10 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 	defer cancel()
 
-	fp := idempotency.Print{Value: Fingerprint(req), Matches: func(stored []byte) bool { return SameRequest(stored, req) }}
+	value := Fingerprint(req)
+	fp := idempotency.Print{Value: value, Matches: func(stored []byte) bool {
+		return bytes.Equal(stored, value) || SameRequest(stored, req) // the first is the usual case, and cheaper
+	}}
 	claim, rec, err := s.d.Keys.Claim(cctx, o.Tenant, key, fp, o.WorkflowID, lease)
 	if err != nil {
 		return unavailable("idempotency store", err)
@@ -148,7 +152,7 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		// ID derived when the key was first claimed.
 		o = req.Order(o.Tenant, rec.WorkflowID)
 	}
-	if claim == idempotency.Claimed {
+	if claim == idempotency.Claimed && rec.OrderRecorded {
 		// Postgres outlives Temporal's retention and the key's record: an order that
 		// exists answers, and no workflow starts again for it.
 		if done, ok := s.existing(cctx, o, key, req); ok {
@@ -192,7 +196,7 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		}
 	}
 	out.Body, _ = json.Marshal(view)
-	if err := s.d.Keys.Complete(cctx, o.Tenant, key, nil, out.Status, out.Body); err != nil {
+	if err := s.d.Keys.Complete(cctx, o.Tenant, key, o.WorkflowID, fp.Value, out.Status, out.Body); err != nil {
 		// Not the client's problem: a retry re-claims after the lease and finds the
 		// same workflow.
 		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
@@ -230,7 +234,7 @@ func (s *Service) existing(ctx context.Context, o order.Order, key string, req R
 	if view.Fingerprint != nil && !SameRequest(view.Fingerprint, req) {
 		res = Outcome{Kind: Mismatch, OrderID: view.ID}
 	}
-	if err := s.d.Keys.Complete(ctx, o.Tenant, key, view.Fingerprint, http.StatusAccepted, body); err != nil {
+	if err := s.d.Keys.Complete(ctx, o.Tenant, key, o.WorkflowID, view.Fingerprint, http.StatusAccepted, body); err != nil {
 		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
 	}
 	return res, true

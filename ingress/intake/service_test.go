@@ -25,6 +25,7 @@ type fakeKeys struct {
 	recs    map[string]*fakeKey
 	claimed int
 	err     error
+	orders  *fakeOrders // a claim says whether its workflow's order is recorded
 }
 
 type fakeKey struct {
@@ -46,19 +47,19 @@ func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp idempotency.P
 	case !ok:
 		f.recs[tenant+"/"+key] = &fakeKey{fingerprint: fp.Value, workflowID: workflowID, locked: true}
 		f.claimed++
-		return idempotency.Claimed, idempotency.Record{WorkflowID: workflowID}, nil
+		return idempotency.Claimed, idempotency.Record{WorkflowID: workflowID, OrderRecorded: f.orders.has(workflowID)}, nil
 	case !fp.Matches(r.fingerprint):
 		return idempotency.Mismatch, idempotency.Record{WorkflowID: r.workflowID}, nil
 	case r.status == 0 && r.locked:
 		return idempotency.InFlight, idempotency.Record{WorkflowID: r.workflowID, RetryAfter: 3 * time.Second}, nil
 	case r.status == 0: // taken over
 		r.locked = true
-		return idempotency.Claimed, idempotency.Record{WorkflowID: r.workflowID}, nil
+		return idempotency.Claimed, idempotency.Record{WorkflowID: r.workflowID, OrderRecorded: f.orders.has(r.workflowID)}, nil
 	}
 	return idempotency.Replay, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
 }
 
-func (f *fakeKeys) Complete(_ context.Context, tenant, key string, fp []byte, status int, body []byte) error {
+func (f *fakeKeys) Complete(_ context.Context, tenant, key, _ string, fp []byte, status int, body []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.recs[tenant+"/"+key]
@@ -107,6 +108,11 @@ func (f *fakeEvents) MarkProcessed(_ context.Context, group, tenant, id string, 
 }
 
 type fakeOrders struct{ views map[string]orderstore.View }
+
+func (f *fakeOrders) has(workflowID string) bool {
+	_, err := f.GetByWorkflow(context.Background(), "", workflowID)
+	return err == nil
+}
 
 func (f *fakeOrders) Record(_ context.Context, o order.Order) (orderstore.View, error) {
 	if v, ok := f.views[o.ID]; ok {
@@ -177,10 +183,11 @@ type fixture struct {
 }
 
 func newFixture() *fixture {
+	orders := &fakeOrders{views: map[string]orderstore.View{}}
 	f := &fixture{
-		keys:   &fakeKeys{recs: map[string]*fakeKey{}},
+		keys:   &fakeKeys{recs: map[string]*fakeKey{}, orders: orders},
 		events: &fakeEvents{seen: map[string][]byte{}},
-		orders: &fakeOrders{views: map[string]orderstore.View{}},
+		orders: orders,
 		flows:  &fakeWorkflows{started: map[string]int{}},
 	}
 	f.svc = New(Deps{Keys: f.keys, Events: f.events, Orders: f.orders, Workflows: f.flows, Group: "g",
