@@ -206,20 +206,26 @@ func (s *Store) Lookup(ctx context.Context, tenant, key string) (string, bool, e
 	return cur.WorkflowID, cur.found, err
 }
 
-// Complete stores the response of a claimed key, for the request whose fingerprint
-// is given: it replaces the claim's, binding the key to the request that made the
-// order it answers with. nil keeps the claim's.
-func (s *Store) Complete(ctx context.Context, tenant, key, workflowID string, fingerprint []byte, status int, body []byte) error {
-	tag, err := s.pool.Exec(ctx, `
+// Complete stores the response of a claimed key. A non-nil fingerprint replaces the
+// claim's: the key is bound to the request that made the order it answers with.
+func (s *Store) Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error {
+	rec := Record{Status: status, Body: body}
+	var stored []byte
+	var left float64
+	err := s.pool.QueryRow(ctx, `
 		UPDATE idempotency_keys SET response_status = $3, response_body = $4, locked_until = NULL,
 		       fingerprint = COALESCE($5, fingerprint)
-		WHERE tenant = $1 AND key = $2`, tenant, key, status, body, fingerprint)
+		WHERE tenant = $1 AND key = $2
+		RETURNING workflow_id, fingerprint, extract(epoch FROM expires_at - now())::float8`,
+		tenant, key, status, body, fingerprint).Scan(&rec.WorkflowID, &stored, &left)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // nothing to answer: a retry claims the key again
+	}
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
-	// The record was claimed moments ago, so it has about the store's ttl to live.
-	if tag.RowsAffected() == 1 && fingerprint != nil && s.ttl >= replayMinLeft+time.Minute {
-		s.replays.put(tenant, key, Record{WorkflowID: workflowID, Status: status, Body: body}, fingerprint)
+	if left >= replayMinLeft.Seconds() {
+		s.replays.put(tenant, key, rec, stored)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _ := claim("k", other, time.Minute); out != idempotency.Mismatch {
 		t.Fatalf("other body = %v", out)
 	}
-	if err := s.Complete(ctx, tenant, "k", "wf-k", nil, 202, []byte(`{"id":"x"}`)); err != nil {
+	if err := s.Complete(ctx, tenant, "k", nil, 202, []byte(`{"id":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if out, rec := claim("k", fp, time.Minute); out != idempotency.Replay || rec.Status != 202 || string(rec.Body) != `{"id":"x"}` || rec.WorkflowID != "wf-k" {
@@ -73,7 +73,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if out, _, _ := short.Claim(ctx, tenant, "old", fp, "wf-old", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("claim = %v", out)
 	}
-	if err := short.Complete(ctx, tenant, "old", "wf-old", fp.Value, 202, []byte(`{}`)); err != nil {
+	if err := short.Complete(ctx, tenant, "old", nil, 202, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
@@ -211,7 +211,7 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 		if out, _, err := s.Claim(ctx, tenant, key, fp, "wf-"+key, time.Minute); err != nil || out != idempotency.Claimed {
 			t.Fatalf("claim %s = %v %v", key, out, err)
 		}
-		if err := s.Complete(ctx, tenant, key, "wf-"+key, fp.Value, 202, []byte(`{"key":"`+key+`"}`)); err != nil {
+		if err := s.Complete(ctx, tenant, key, nil, 202, []byte(`{"key":"`+key+`"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,5 +246,17 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 	drop("short")
 	if out, _, _ := short.Claim(ctx, tenant, "short", other, "wf-short", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("short-lived record after its row went = %v, want Claimed (read from Postgres)", out)
+	}
+	// Completed by a process with a longer TTL (configs differ during a rollout), the
+	// record still lives only as long as its claim said.
+	if out, _, _ := short.Claim(ctx, tenant, "mixed", fp, "wf-mixed", time.Minute); out != idempotency.Claimed {
+		t.Fatalf("claim mixed = %v", out)
+	}
+	if err := api1.Complete(ctx, tenant, "mixed", nil, 202, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	drop("mixed")
+	if out, _, _ := api1.Claim(ctx, tenant, "mixed", other, "wf-mixed", time.Minute); out != idempotency.Claimed {
+		t.Fatalf("short-lived record completed elsewhere = %v, want Claimed (read from Postgres)", out)
 	}
 }

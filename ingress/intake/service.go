@@ -58,7 +58,7 @@ type Outcome struct {
 // KeyStore is the idempotency_keys table.
 type KeyStore interface {
 	Claim(ctx context.Context, tenant, key string, fp idempotency.Print, workflowID string, lease time.Duration) (idempotency.Outcome, idempotency.Record, error)
-	Complete(ctx context.Context, tenant, key, workflowID string, fingerprint []byte, status int, body []byte) error
+	Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error
 	Unlock(ctx context.Context, tenant, key string) error
 	Lookup(ctx context.Context, tenant, key string) (workflowID string, found bool, err error)
 }
@@ -196,7 +196,7 @@ func (s *Service) placeRequest(ctx context.Context, o order.Order, key string, r
 		}
 	}
 	out.Body, _ = json.Marshal(view)
-	if err := s.d.Keys.Complete(cctx, o.Tenant, key, o.WorkflowID, fp.Value, out.Status, out.Body); err != nil {
+	if err := s.d.Keys.Complete(cctx, o.Tenant, key, nil, out.Status, out.Body); err != nil {
 		// Not the client's problem: a retry re-claims after the lease and finds the
 		// same workflow.
 		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
@@ -234,7 +234,7 @@ func (s *Service) existing(ctx context.Context, o order.Order, key string, req R
 	if view.Fingerprint != nil && !SameRequest(view.Fingerprint, req) {
 		res = Outcome{Kind: Mismatch, OrderID: view.ID}
 	}
-	if err := s.d.Keys.Complete(ctx, o.Tenant, key, o.WorkflowID, view.Fingerprint, http.StatusAccepted, body); err != nil {
+	if err := s.d.Keys.Complete(ctx, o.Tenant, key, view.Fingerprint, http.StatusAccepted, body); err != nil {
 		s.d.Logger.WarnContext(ctx, "store idempotent response", "err", err)
 	}
 	return res, true

@@ -59,7 +59,7 @@ func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp idempotency.P
 	return idempotency.Replay, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
 }
 
-func (f *fakeKeys) Complete(_ context.Context, tenant, key, _ string, fp []byte, status int, body []byte) error {
+func (f *fakeKeys) Complete(_ context.Context, tenant, key string, fp []byte, status int, body []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.recs[tenant+"/"+key]
