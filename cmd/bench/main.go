@@ -41,6 +41,9 @@ type Result struct {
 	Ratio    float64 `json:"ratio_to_baseline,omitempty"`
 	Baseline string  `json:"baseline,omitempty"`
 	Note     string  `json:"note,omitempty"`
+	// CPUPerOp is the CPU milliseconds per operation of each process group on the
+	// machine during the scenario (machineCPU).
+	CPUPerOp map[string]float64 `json:"cpu_ms_per_op,omitempty"`
 }
 
 // Report is the JSON file.
@@ -105,7 +108,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err := b.settle(ctx); err != nil {
 			return err
 		}
-		if err := add(step.run(ctx)); err != nil {
+		before := machineCPU()
+		r, err := step.run(ctx)
+		if r.N > 0 {
+			r.CPUPerOp = cpuPerOp(before, machineCPU(), r.N)
+		}
+		if err := add(r, err); err != nil {
 			return err
 		}
 		if step.starts {
@@ -176,12 +184,25 @@ func printTable(w io.Writer, rep Report) {
 		}
 		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %s | %s | %s | %s |\n", r.Scenario, r.N, r.Rate, ms(r.P50ms), ms(r.P95ms), ms(r.P99ms), ratio, r.Note)
 	}
+	fmt.Fprintf(w, "\nCPU ms per operation, by process on the machine:\n\n| scenario | %s |\n|---|%s\n", strings.Join(cpuGroups, " | "), strings.Repeat("---|", len(cpuGroups)))
+	for _, r := range rep.Results {
+		if r.CPUPerOp == nil {
+			continue
+		}
+		cells := make([]string, len(cpuGroups))
+		for i, g := range cpuGroups {
+			cells[i] = ms(r.CPUPerOp[g])
+		}
+		fmt.Fprintf(w, "| %s | %s |\n", r.Scenario, strings.Join(cells, " | "))
+	}
 	fmt.Fprintf(w, "\n| process | peak RSS MiB | CPU s |\n|---|---|---|\n")
 	for _, r := range rep.Resources {
 		fmt.Fprintf(w, "| %s | %.1f | %.2f |\n", r.Process, r.PeakRSSMiB, r.CPUSeconds)
 	}
 	fmt.Fprintln(w)
 }
+
+var cpuGroups = []string{"temporal", "postgres", "kafka", "api", "worker", "paysim", "load generator", "other"}
 
 func ms(v float64) string {
 	if v == 0 {
