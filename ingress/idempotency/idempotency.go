@@ -81,8 +81,12 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 	case claimed:
 		return Claimed, cur.Record, nil
 	case cur.expired:
-		if cur, claimed, err = s.reclaim(ctx, tenant, key, fp.Value, workflowID, lease); err != nil || claimed {
-			return Claimed, cur.Record, err
+		cur, claimed, err = s.reclaim(ctx, tenant, key, fp.Value, workflowID, lease)
+		if err != nil {
+			return 0, Record{}, err
+		}
+		if claimed {
+			return Claimed, cur.Record, nil
 		}
 	}
 	if !cur.found {
