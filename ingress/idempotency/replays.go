@@ -9,10 +9,10 @@ import (
 // key is answered without a round trip to Postgres. That is exact, not a guess: a
 // completed record never changes until it expires (Claim rewrites only expired
 // records; Unlock and the lease takeover touch only records without a response), so
-// an entry is only cached while its record has at least replayMinLeft to live. The
-// margin covers the lifetime and any skew between this process's clock and
-// Postgres's. A record deleted by hand before it expires is still replayed here for
-// up to replayLifetime.
+// an entry is only cached while its record has at least replayMinLeft to live.
+// Postgres says how long that is, as a duration, so the clocks of this process and
+// of Postgres need not agree. A record deleted by hand before it expires is still
+// replayed here for up to replayLifetime.
 const (
 	replayLifetime = 5 * time.Minute
 	replayMinLeft  = 2 * replayLifetime
