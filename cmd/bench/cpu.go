@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -21,28 +22,39 @@ func machineCPU() map[string]float64 {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		comm, cpu, ok := procCPU(e.Name())
+		if !ok {
 			continue // gone since the listing
 		}
-		s := string(st)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(s[end+2:])
-		if len(f) <= 12 {
-			continue
-		}
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		stt, _ := strconv.ParseFloat(f[12], 64)
-		g := cpuGroup(s[open+1 : end])
+		g := cpuGroup(comm)
 		if e.Name() == self {
 			g = "load generator"
 		}
-		out[g] += (ut + stt) / 100 // USER_HZ
+		out[g] += cpu
 	}
 	return out
+}
+
+// procCPU reads a process's command name and CPU time in seconds (user and system)
+// from /proc/<pid>/stat.
+func procCPU(pid string) (comm string, seconds float64, ok bool) {
+	st, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(st)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open || end+2 > len(s) {
+		return "", 0, false
+	}
+	// Fields after the command name; utime and stime are the 14th and 15th.
+	f := strings.Fields(s[end+2:])
+	if len(f) <= 12 {
+		return "", 0, false
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	stt, _ := strconv.ParseFloat(f[12], 64)
+	return s[open+1 : end], (ut + stt) / 100, true // USER_HZ
 }
 
 func cpuGroup(comm string) string {
@@ -65,7 +77,7 @@ func cpuPerOp(before, after map[string]float64, ops int) map[string]float64 {
 	out := map[string]float64{}
 	for g, v := range after {
 		if ms := 1000 * (v - before[g]) / float64(ops); ms >= 0.05 {
-			out[g] = float64(int(ms*100+0.5)) / 100
+			out[g] = math.Round(ms*100) / 100
 		}
 	}
 	return out

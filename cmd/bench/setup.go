@@ -220,15 +220,8 @@ func measureProc(p *testkit.Proc) Resources {
 			}
 		}
 	}
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command name; utime and stime are the 14th and 15th.
-		s := string(st)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 12 {
-			ut, _ := strconv.ParseFloat(f[11], 64)
-			stt, _ := strconv.ParseFloat(f[12], 64)
-			r.CPUSeconds = (ut + stt) / 100 // USER_HZ
-		}
+	if _, cpu, ok := procCPU(strconv.Itoa(pid)); ok {
+		r.CPUSeconds = cpu
 	}
 	return r
 }
