@@ -46,24 +46,17 @@ const DefaultLookupDelay = time.Minute
 // credentials again (a rotated secret): nothing ran, the same key is safe.
 const credentialsRetry = 5 * time.Second
 
-// paymentsChange names the versioned change that brought fixed-length provider
-// keys, lookups of unknown outcomes and outage-proof steps. Runs started before it
-// replay the earlier path (version DefaultVersion).
-const paymentsChange = "payments-reconcile"
-
-// localStoreChange names the versioned change that runs the Postgres steps
-// (recording the order, its guarded transitions) as local activities: short,
-// idempotent writes that need no round trip through the server to be scheduled.
-// Runs started before it keep their regular activities on replay.
-const localStoreChange = "local-store-steps"
-
-// localPublishChange names the versioned change that publishes the order's events
-// as a local activity first: one Kafka write of a few milliseconds, idempotent for
-// consumers (the eventId is derived from the workflow and the type), so it needs
-// no server round trip either. Since it, the charge (and a refund) are the only
-// activities scheduled through the server while Kafka answers. When it does not,
-// the publish falls back to the regular activity (see localPublishContext).
-const localPublishChange = "local-publish"
+// The versioned changes of OrderWorkflow, in the order they landed; steps asks each
+// once per run. A run started before one takes the path in order_legacy.go.
+const (
+	// changePayments protects runs that predate fixed-length provider keys, lookups
+	// of unknown outcomes and steps that wait out outages.
+	changePayments = "payments-reconcile"
+	// changeLocalStore protects runs whose Postgres steps are regular activities.
+	changeLocalStore = "local-store-steps"
+	// changeLocalPublish protects runs that publish only through a regular activity.
+	changeLocalPublish = "local-publish"
+)
 
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
 const noDeadline = 10 * 365 * 24 * time.Hour
@@ -78,128 +71,102 @@ type OrderResult struct {
 	Fulfilled bool
 }
 
-// activityContextsV1 are the steps' options since paymentsChange. Store and publish
-// steps retry until they succeed (capped backoff, no deadline): an outage of
-// Postgres or Kafka is a wait, never an outcome. The charge gets a few quick
-// attempts with the same key; past those its outcome is unknown and a lookup
-// decides. The lookup retries until the provider answers.
-func activityContextsV1(ctx workflow.Context) (store, pay, lookup, publish workflow.Context) {
-	forever := func(maxInterval time.Duration, nonRetryable ...string) *temporal.RetryPolicy {
-		return &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: maxInterval, NonRetryableErrorTypes: nonRetryable}
+// steps are the options of the workflow's activities. The Postgres steps (recording
+// the order, its guarded transitions) are local activities: short, idempotent
+// writes that need no round trip through the server to be scheduled. So is the
+// publish's first attempt, one Kafka write, idempotent for consumers by its
+// eventId. The charge and a refund are the only activities scheduled through the
+// server while Kafka answers.
+type steps struct {
+	store        workflow.Context // a local activity unless storeRegular
+	storeRegular bool             // runs before changeLocalStore
+	pay          workflow.Context
+	lookup       workflow.Context
+	publishRetry workflow.Context // the regular publish
+	publishLocal workflow.Context // its local first attempt; nil in runs before changeLocalPublish
+}
+
+// retryForever retries with capped backoff and no deadline: an outage of Postgres,
+// Kafka or the provider's lookup is a wait, never an outcome.
+func retryForever(maxInterval time.Duration, nonRetryable ...string) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+		MaximumInterval: maxInterval, NonRetryableErrorTypes: nonRetryable}
+}
+
+// currentSteps are the options of runs started since every versioned change. The
+// charge gets a few quick attempts with the same key; past those its outcome is
+// unknown and a lookup decides. A local activity's retries stop at its
+// ScheduleToCloseTimeout, which defaults to one attempt's timeout: the store's is
+// set out of reach (the worker heartbeats the workflow task meanwhile). The
+// publish's local attempt is one: a local activity holds a workflow task slot while
+// it runs, so retried through a Kafka outage the publishes would take every slot
+// and stop other orders' charges; and an attempt cut off by its timeout may still
+// land in Kafka, so each retry may add a copy. When it fails, the regular publish
+// retries until Kafka takes the event.
+func currentSteps(ctx workflow.Context) steps {
+	return steps{
+		store: workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: noDeadline,
+			StartToCloseTimeout:    10 * time.Second,
+			RetryPolicy:            retryForever(30*time.Second, activities.ErrInvalidTransition),
+		}),
+		pay: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 4,
+				NonRetryableErrorTypes: []string{activities.ErrCardDeclined, activities.ErrPaymentRejected,
+					activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized},
+			},
+		}),
+		lookup: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy:         retryForever(30 * time.Second),
+		}),
+		publishRetry: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 15 * time.Second,
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy:         retryForever(30 * time.Second),
+		}),
+		publishLocal: workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: 5 * time.Second,
+			StartToCloseTimeout:    5 * time.Second,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		}),
 	}
-	store = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy:         forever(30*time.Second, activities.ErrInvalidTransition),
-	})
-	pay = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		HeartbeatTimeout:    5 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 4,
-			NonRetryableErrorTypes: []string{activities.ErrCardDeclined, activities.ErrPaymentRejected,
-				activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized},
-		},
-	})
-	lookup = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         forever(30 * time.Second),
-	})
-	publish = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 15 * time.Second,
-		HeartbeatTimeout:    5 * time.Second,
-		RetryPolicy:         forever(30 * time.Second),
-	})
-	return store, pay, lookup, publish
 }
 
-// localStoreContext is the store steps' options since localStoreChange: as
-// activityContextsV1's store, a local activity retrying until Postgres answers
-// (the worker heartbeats the workflow task meanwhile). A local activity's retries
-// stop at its ScheduleToCloseTimeout, which defaults to one attempt's timeout: it
-// is set out of reach, so an outage is a wait, never an outcome.
-func localStoreContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		ScheduleToCloseTimeout: noDeadline,
-		StartToCloseTimeout:    10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{activities.ErrInvalidTransition}},
-	})
+// stepsFor asks the versioned changes, oldest first, and returns the path the run
+// takes: the current one, or the legacy one of the first change it predates.
+func stepsFor(ctx workflow.Context) (steps, legacy) {
+	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return stepsBeforePayments(ctx), legacy{beforePayments: true}
+	}
+	s := currentSteps(ctx)
+	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return stepsBeforeLocalStore(ctx, s), legacy{}
+	}
+	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		s.publishLocal = nil
+	}
+	return s, legacy{}
 }
 
-// localPublishContext is the publish's one local attempt since localPublishChange;
-// when it fails, the regular activity retries until Kafka takes the event. A local
-// activity holds one of the worker's workflow task slots while it runs: retried
-// through a Kafka outage, the blocked publishes would take every slot and stop the
-// charges of other orders. One attempt also keeps duplicates down: an attempt cut
-// off by its timeout may still land in Kafka, so each retry may add a copy (with
-// the same eventId).
-func localPublishContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		ScheduleToCloseTimeout: 5 * time.Second,
-		StartToCloseTimeout:    5 * time.Second,
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-	})
-}
-
-// storeStep runs a Postgres step of the order: a local activity since
-// localStoreChange, a regular one before.
+// storeStep runs a Postgres step of the order.
 func (r *run) storeStep(activity any, args ...any) workflow.Future {
-	if r.localStore {
-		return workflow.ExecuteLocalActivity(r.store, activity, args...)
+	if r.storeRegular {
+		return workflow.ExecuteActivity(r.store, activity, args...)
 	}
-	return workflow.ExecuteActivity(r.store, activity, args...)
-}
-
-// activityContexts are the options of runs started before paymentsChange.
-func activityContexts(ctx workflow.Context) (store, pay, publish workflow.Context) {
-	store = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    10 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        200 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        10 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrInvalidTransition},
-		},
-	})
-	// The provider call can be slow; heartbeats let a dead worker's attempt be
-	// retried after 5 s rather than after the full timeout. Retrying is safe because
-	// every attempt carries the same idempotency key.
-	pay = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		HeartbeatTimeout:       5 * time.Second,
-		ScheduleToCloseTimeout: time.Hour,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrCardDeclined, activities.ErrPaymentRejected},
-		},
-	})
-	publish = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    15 * time.Second,
-		HeartbeatTimeout:       5 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    500 * time.Millisecond,
-			BackoffCoefficient: 2,
-			MaximumInterval:    15 * time.Second,
-		},
-	})
-	return store, pay, publish
+	return workflow.ExecuteLocalActivity(r.store, activity, args...)
 }
 
 type run struct {
+	steps
+	legacy
 	in              PlaceOrder
 	res             OrderResult
 	cancelRequested bool
 	done            bool
-	version         workflow.Version
-	localStore      bool             // since localStoreChange
-	pubLocal        workflow.Context // the publish's local attempt, since localPublishChange
-	store, pay, pub workflow.Context
-	lookupCtx       workflow.Context
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -214,7 +181,6 @@ type run struct {
 func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}}
-	r.store, r.pay, r.pub = activityContexts(ctx)
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderResult, error) { return r.res, nil }); err != nil {
 		return r.res, fmt.Errorf("register query: %w", err)
@@ -233,27 +199,18 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 }
 
 func (r *run) process(ctx workflow.Context) error {
-	r.version = workflow.GetVersion(ctx, paymentsChange, workflow.DefaultVersion, 1)
-	if r.version != workflow.DefaultVersion {
-		r.store, r.pay, r.lookupCtx, r.pub = activityContextsV1(ctx)
-		if workflow.GetVersion(ctx, localStoreChange, workflow.DefaultVersion, 1) == 1 {
-			r.localStore, r.store = true, localStoreContext(ctx)
-			if workflow.GetVersion(ctx, localPublishChange, workflow.DefaultVersion, 1) == 1 {
-				r.pubLocal = localPublishContext(ctx)
-			}
-		}
-	}
+	r.steps, r.legacy = stepsFor(ctx)
 	if err := r.storeStep(r.orders.RecordOrder, r.in.Order).Get(ctx, nil); err != nil {
 		return fmt.Errorf("record order: %w", err)
 	}
 	if r.cancelRequested {
 		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 	}
-	if r.version == workflow.DefaultVersion {
-		if charged, err := r.chargeV0(ctx); !charged {
-			return err
-		}
-	} else if charged, err := r.charge(ctx); !charged {
+	charge := r.charge
+	if r.beforePayments {
+		charge = r.chargeBeforePayments
+	}
+	if charged, err := charge(ctx); !charged {
 		return err
 	}
 
@@ -277,6 +234,15 @@ func (r *run) process(ctx workflow.Context) error {
 	return nil
 }
 
+// chargeInput asks for the order's charge with key.
+func (r *run) chargeInput(key string) activities.ChargeInput {
+	o := r.in.Order
+	return activities.ChargeInput{
+		WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount,
+		Currency: o.Currency, PaymentMethod: o.PaymentMethod, Key: key,
+	}
+}
+
 // charge charges the order with the key of generation 0 and settles every unknown
 // outcome by looking the charge up, never by guessing: found, the order is charged;
 // not found after the provider's consistency window, it is charged again with the
@@ -287,10 +253,7 @@ func (r *run) charge(ctx workflow.Context) (bool, error) {
 		r.res.Status = order.StatusPaymentPending
 		key := order.PaymentKey(r.in.Order.WorkflowID, "charge", gen)
 		var ch activities.ChargeResult
-		err := workflow.ExecuteActivity(r.pay, r.payments.Charge, activities.ChargeInput{
-			WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, Amount: r.in.Order.Amount,
-			Currency: r.in.Order.Currency, PaymentMethod: r.in.Order.PaymentMethod, Key: key,
-		}).Get(ctx, &ch)
+		err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput(key)).Get(ctx, &ch)
 		switch errorType(err) {
 		case "":
 			r.res.ChargeID = ch.ChargeID
@@ -305,7 +268,7 @@ func (r *run) charge(ctx workflow.Context) (bool, error) {
 			}
 			continue // nothing ran: the same key
 		}
-		found, err := r.lookup(ctx, "", key)
+		found, err := r.lookupPayment(ctx, "", key)
 		if err != nil {
 			return false, err
 		}
@@ -320,10 +283,10 @@ func (r *run) charge(ctx workflow.Context) (bool, error) {
 	}
 }
 
-// lookup asks the provider whether the order was charged (chargeID "") or its charge
-// refunded, after the provider's consistency window. A charge's order shows
-// PAYMENT_UNKNOWN meanwhile.
-func (r *run) lookup(ctx workflow.Context, chargeID, key string) (activities.LookupResult, error) {
+// lookupPayment asks the provider whether the order was charged (chargeID "") or
+// its charge refunded, after the provider's consistency window. A charge's order
+// shows PAYMENT_UNKNOWN meanwhile.
+func (r *run) lookupPayment(ctx workflow.Context, chargeID, key string) (activities.LookupResult, error) {
 	var res activities.LookupResult
 	if chargeID == "" {
 		if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
@@ -337,7 +300,7 @@ func (r *run) lookup(ctx workflow.Context, chargeID, key string) (activities.Loo
 	if err := workflow.Sleep(ctx, delay); err != nil {
 		return res, err
 	}
-	err := workflow.ExecuteActivity(r.lookupCtx, r.payments.Lookup, activities.LookupInput{
+	err := workflow.ExecuteActivity(r.lookup, r.payments.Lookup, activities.LookupInput{
 		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -371,54 +334,30 @@ func errorType(err error) string {
 	return "unknown"
 }
 
-// chargeV0 is the charge of runs started before paymentsChange.
-func (r *run) chargeV0(ctx workflow.Context) (bool, error) {
-	r.res.Status = order.StatusPaymentPending
-	var ch activities.ChargeResult
-	err := workflow.ExecuteActivity(r.pay, r.payments.Charge, activities.ChargeInput{
-		WorkflowID:    r.in.Order.WorkflowID,
-		OrderID:       r.in.Order.ID,
-		Amount:        r.in.Order.Amount,
-		Currency:      r.in.Order.Currency,
-		PaymentMethod: r.in.Order.PaymentMethod,
-	}).Get(ctx, &ch)
-	var appErr *temporal.ApplicationError
-	switch {
-	case errors.As(err, &appErr) && appErr.Type() == activities.ErrCardDeclined:
-		return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
-	case err != nil:
-		// Either the provider refused the request or the outcome stayed unknown for
-		// the whole retry budget; nothing was confirmed charged.
-		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err))
-	}
-	r.res.ChargeID = ch.ChargeID
-	return true, nil
-}
-
 // markPaid records PAID and publishes OrderPaid. Recording PAID can only fail if
-// the order's state forbids it, after money moved: the order is refunded. Before
-// paymentsChange a failed publish refunded too; since, a publish retries until
-// Kafka takes it and the order stays PAID meanwhile.
+// the order's state forbids it, after money moved: the order is refunded. The
+// publish retries until Kafka takes it, and the order stays PAID meanwhile.
 func (r *run) markPaid(ctx workflow.Context) error {
-	err := r.storeStep(r.orders.Transition, activities.Transition{
-		OrderID: r.in.Order.ID, To: order.StatusPaid, PaymentRef: r.res.ChargeID,
-	}).Get(ctx, nil)
-	if err == nil {
-		r.res.Status = order.StatusPaid
-		err = r.publish(ctx, activities.EventOrderPaid, "")
-		if err != nil && r.version != workflow.DefaultVersion {
-			return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
-		}
-	}
-	if err != nil {
+	if err := r.move(ctx, order.StatusPaid, r.res.ChargeID); err != nil {
 		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+	}
+	err := r.publish(ctx, activities.EventOrderPaid, "")
+	switch {
+	case err != nil && r.beforePayments:
+		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+	case err != nil:
+		return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
 	}
 	return nil
 }
 
 // refundAndEnd is the compensation for a charge that must not stand.
 func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
-	refundID, err := r.refund(ctx)
+	refund := r.refund
+	if r.beforePayments {
+		refund = r.refundBeforePayments
+	}
+	refundID, err := refund(ctx)
 	if err != nil {
 		r.res.Failure = reason + "; refund failed: " + rootMessage(err)
 		return fmt.Errorf("refund charge %s: %w", r.res.ChargeID, err)
@@ -427,32 +366,33 @@ func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason 
 	return r.end(ctx, to, event, reason+"; refunded "+refundID)
 }
 
-// refund refunds the order's charge in full. Since paymentsChange an unknown outcome
-// is looked up like a charge's: found, done; not found, the next generation's key.
-func (r *run) refund(ctx workflow.Context) (string, error) {
-	in := activities.RefundInput{
-		WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, ChargeID: r.res.ChargeID,
-		Amount: r.in.Order.Amount, Currency: r.in.Order.Currency,
+// refundInput asks for the refund of the order's charge in full with key.
+func (r *run) refundInput(key string) activities.RefundInput {
+	o := r.in.Order
+	return activities.RefundInput{
+		WorkflowID: o.WorkflowID, OrderID: o.ID, ChargeID: r.res.ChargeID,
+		Amount: o.Amount, Currency: o.Currency, Key: key,
 	}
+}
+
+// refund refunds the order's charge in full. An unknown outcome is looked up like
+// a charge's: found, done; not found, the next generation's key.
+func (r *run) refund(ctx workflow.Context) (string, error) {
 	for gen := 0; ; {
-		if r.version != workflow.DefaultVersion {
-			in.Key = order.PaymentKey(r.in.Order.WorkflowID, "refund", gen)
-		}
+		in := r.refundInput(order.PaymentKey(r.in.Order.WorkflowID, "refund", gen))
 		var re activities.RefundResult
 		err := workflow.ExecuteActivity(r.pay, r.payments.Refund, in).Get(ctx, &re)
 		kind := errorType(err)
-		switch {
-		case kind == "":
+		switch kind {
+		case "":
 			return re.RefundID, nil
-		case r.version == workflow.DefaultVersion:
-			return "", err
-		case kind == activities.ErrProviderUnauthorized:
+		case activities.ErrProviderUnauthorized:
 			if err := workflow.Sleep(ctx, credentialsRetry); err != nil {
 				return "", err
 			}
 			continue
 		}
-		found, lerr := r.lookup(ctx, r.res.ChargeID, in.Key)
+		found, lerr := r.lookupPayment(ctx, r.res.ChargeID, in.Key)
 		switch {
 		case lerr != nil:
 			return "", lerr
@@ -484,6 +424,9 @@ func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) e
 	return nil
 }
 
+// publish sends one of the order's events: a local attempt first, then the
+// regular activity, which holds no workflow task slot while Kafka is not taking
+// writes.
 func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 	o := r.in.Order
 	e := activities.Event{
@@ -491,14 +434,12 @@ func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 		Status: r.res.Status, Amount: o.Amount, Currency: o.Currency,
 		PaymentRef: r.res.ChargeID, Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
 	}
-	if r.pubLocal != nil {
-		if err := workflow.ExecuteLocalActivity(r.pubLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
+	if r.publishLocal != nil {
+		if err := workflow.ExecuteLocalActivity(r.publishLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
 			return nil
 		}
-		// Kafka is not taking writes: wait for it in a regular activity, which
-		// holds no workflow task slot meanwhile.
 	}
-	return workflow.ExecuteActivity(r.pub, r.events.Publish, e).Get(ctx, nil)
+	return workflow.ExecuteActivity(r.publishRetry, r.events.Publish, e).Get(ctx, nil)
 }
 
 // ErrNotCancellable is the error type of the cancel update's rejection of an order
