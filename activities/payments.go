@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/provider"
@@ -66,17 +67,17 @@ func NewPaymentMetrics(reg prometheus.Registerer) PaymentMetrics {
 	return m
 }
 
-// Payments charges and refunds orders, recording each call in the payments table,
-// the ledger of record.
+// Payments charges and refunds orders, recording each call in the ledger of record
+// before the provider is asked.
 type Payments struct {
-	pool     *pgxpool.Pool
+	ledger   *ledger.Store
 	provider Provider
 	m        PaymentMetrics
 }
 
 // NewPayments returns the payment activities.
 func NewPayments(pool *pgxpool.Pool, provider Provider, m PaymentMetrics) *Payments {
-	return &Payments{pool: pool, provider: provider, m: m}
+	return &Payments{ledger: ledger.New(pool), provider: provider, m: m}
 }
 
 // ChargeInput asks for one order's charge. Key is the provider key the workflow
@@ -100,26 +101,15 @@ type ChargeResult struct {
 // Charge charges the order with in.Key on every attempt, so the provider charges at
 // most once for it whatever happens to this process or its answers. If the ledger
 // already holds a success for the key (a run started again after Temporal's
-// retention), that charge is returned and the provider is not called. Before the
-// call the order shows PAYMENT_PENDING: until an answer comes, nobody knows whether
-// the card was charged.
+// retention), that charge is returned and the provider is not called.
 func (a *Payments) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
-	key := in.Key
-	if key == "" {
-		key = order.LegacyPaymentKey(in.WorkflowID, "charge")
-	}
-	pending := func(tx pgx.Tx) error {
-		return asActivityError(orderstore.New(tx).Move(ctx, in.OrderID, order.StatusPaymentPending, "", ""))
-	}
-	id, err := a.call(ctx, payment{key: key, kind: "charge", orderID: in.OrderID, amount: in.Amount, currency: in.Currency}, pending,
-		func(ctx context.Context) (string, error) {
-			ch, err := a.provider.Charge(ctx, key, in.Amount, in.Currency, in.PaymentMethod, in.OrderID)
-			return ch.ID, err
-		})
-	if err != nil {
-		return ChargeResult{}, err
-	}
-	return ChargeResult{Key: key, ChargeID: id}, nil
+	p := ledger.Payment{Key: keyOr(in.Key, in.WorkflowID, ledger.Charge), Kind: ledger.Charge,
+		OrderID: in.OrderID, Amount: in.Amount, Currency: in.Currency}
+	id, err := a.call(ctx, p, func(ctx context.Context) (string, error) {
+		ch, err := a.provider.Charge(ctx, p.Key, in.Amount, in.Currency, in.PaymentMethod, in.OrderID)
+		return ch.ID, err
+	})
+	return ChargeResult{Key: p.Key, ChargeID: id}, err
 }
 
 // RefundInput asks for the refund of one order's charge; Key as in ChargeInput.
@@ -140,19 +130,22 @@ type RefundResult struct {
 
 // Refund refunds the order's charge in full with in.Key.
 func (a *Payments) Refund(ctx context.Context, in RefundInput) (RefundResult, error) {
-	key := in.Key
+	p := ledger.Payment{Key: keyOr(in.Key, in.WorkflowID, ledger.Refund), Kind: ledger.Refund,
+		OrderID: in.OrderID, Amount: in.Amount, Currency: in.Currency}
+	id, err := a.call(ctx, p, func(ctx context.Context) (string, error) {
+		re, err := a.provider.Refund(ctx, p.Key, in.ChargeID, in.Amount)
+		return re.ID, err
+	})
+	return RefundResult{Key: p.Key, RefundID: id}, err
+}
+
+// keyOr is the workflow's key, or the legacy one of workflows started before keys
+// were derived by order.PaymentKey.
+func keyOr(key, workflowID string, kind ledger.Kind) string {
 	if key == "" {
-		key = order.LegacyPaymentKey(in.WorkflowID, "refund")
+		return order.LegacyPaymentKey(workflowID, string(kind))
 	}
-	id, err := a.call(ctx, payment{key: key, kind: "refund", orderID: in.OrderID, amount: in.Amount, currency: in.Currency}, nil,
-		func(ctx context.Context) (string, error) {
-			re, err := a.provider.Refund(ctx, key, in.ChargeID, in.Amount)
-			return re.ID, err
-		})
-	if err != nil {
-		return RefundResult{}, err
-	}
-	return RefundResult{Key: key, RefundID: id}, nil
+	return key
 }
 
 // LookupInput asks whether an order was charged (ChargeID empty) or its charge
@@ -174,7 +167,7 @@ type LookupResult struct {
 // of the order of that kind is marked absent (the caller has waited the provider's
 // consistency window before asking).
 func (a *Payments) Lookup(ctx context.Context, in LookupInput) (LookupResult, error) {
-	kind, res := "charge", LookupResult{}
+	kind, res := ledger.Charge, LookupResult{}
 	if in.ChargeID == "" {
 		charges, err := a.provider.SearchCharges(ctx, in.OrderID)
 		if err != nil {
@@ -187,7 +180,7 @@ func (a *Payments) Lookup(ctx context.Context, in LookupInput) (LookupResult, er
 			}
 		}
 	} else {
-		kind = "refund"
+		kind = ledger.Refund
 		refunds, err := a.provider.ListRefunds(ctx, in.ChargeID)
 		if err != nil {
 			return res, a.lookupFailed(err)
@@ -200,109 +193,90 @@ func (a *Payments) Lookup(ctx context.Context, in LookupInput) (LookupResult, er
 		}
 	}
 	if res.Found {
-		return res, a.settle(ctx, in.Key, "succeeded", res.ID)
+		return res, a.ledger.Settle(ctx, in.Key, ledger.Succeeded, res.ID)
 	}
-	_, err := a.pool.Exec(ctx, `
-		UPDATE payments SET status = 'absent', updated_at = now()
-		WHERE order_id = $1 AND kind = $2 AND status IN ('pending', 'unknown')`, in.OrderID, kind)
-	if err != nil {
-		return res, fmt.Errorf("record %s of %s as absent: %w", kind, in.OrderID, err)
-	}
-	return res, nil
+	return res, a.ledger.MarkAbsent(ctx, in.OrderID, kind)
 }
 
 func (a *Payments) lookupFailed(err error) error {
-	var perr *provider.Error
-	if errors.As(err, &perr) && perr.Unauthorized() {
+	if classify(err).errType == ErrProviderUnauthorized {
 		a.m.Unauthorized.Inc()
 	}
 	return fmt.Errorf("look up at the provider: %w", err) // retried until it answers
 }
 
-// payment is one row of the payments table.
-type payment struct {
-	key, kind, orderID string
-	amount             int64
-	currency           string
-}
-
-// call records the payment as pending (together with what also must hold before the
-// provider is asked, in one transaction), calls the provider with heartbeats, and
-// records the answer. A key the ledger already holds as succeeded is not sent again.
-func (a *Payments) call(ctx context.Context, p payment, also func(pgx.Tx) error, do func(context.Context) (string, error)) (string, error) {
-	var status, providerID string
-	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status)
-			VALUES ($1, $2, $3, $4, $5, 'pending')
-			ON CONFLICT (idempotency_key) DO NOTHING`, p.key, p.orderID, p.kind, p.amount, p.currency); err != nil {
-			return fmt.Errorf("record %s %s: %w", p.kind, p.key, err)
+// call records the payment in the ledger (a charge's order moving to
+// PAYMENT_PENDING in the same transaction: until an answer comes, nobody knows
+// whether the card was charged), calls the provider with heartbeats, and records
+// the answer. A key the ledger already holds as succeeded is not sent again.
+func (a *Payments) call(ctx context.Context, p ledger.Payment, send func(context.Context) (string, error)) (string, error) {
+	var pending func(pgx.Tx) error
+	if p.Kind == ledger.Charge {
+		pending = func(tx pgx.Tx) error {
+			return asActivityError(orderstore.New(tx).Move(ctx, p.OrderID, order.StatusPaymentPending, "", ""))
 		}
-		if err := tx.QueryRow(ctx, `SELECT status, COALESCE(provider_id, '') FROM payments WHERE idempotency_key = $1`, p.key).
-			Scan(&status, &providerID); err != nil {
-			return fmt.Errorf("read %s %s: %w", p.kind, p.key, err)
-		}
-		if status == "succeeded" || also == nil {
-			return nil
-		}
-		return also(tx)
-	})
+	}
+	status, providerID, err := a.ledger.Open(ctx, p, pending)
 	if err != nil {
 		return "", err
 	}
-	if status == "succeeded" && providerID != "" {
+	if status == ledger.Succeeded && providerID != "" {
 		return providerID, nil // the ledger of record already has it
 	}
 	stop := heartbeat(ctx)
-	id, err := do(ctx)
+	id, err := send(ctx)
 	stop()
 	if err != nil {
-		return "", a.failed(ctx, p.key, err)
+		return "", a.failed(ctx, p.Key, err)
 	}
-	if err := a.settle(ctx, p.key, "succeeded", id); err != nil {
+	if err := a.ledger.Settle(ctx, p.Key, ledger.Succeeded, id); err != nil {
 		return "", err
 	}
 	return id, nil
 }
 
-// failed records a provider answer and turns it into the error the workflow acts
-// on: final answers and saved 5xx are non-retryable (typed); credentials are
-// non-retryable here and retried by the workflow with the same key; anything else
-// (a fresh 5xx, 409, 429, timeouts, network) is returned for Temporal to retry.
-func (a *Payments) failed(ctx context.Context, key string, err error) error {
-	var perr *provider.Error
-	if !errors.As(err, &perr) || perr.Retryable() {
-		return fmt.Errorf("payment %s: %w", key, err)
-	}
-	var status, typ string
-	switch {
-	case perr.Unauthorized():
-		a.m.Unauthorized.Inc()
-		return temporal.NewNonRetryableApplicationError(perr.Error(), ErrProviderUnauthorized, nil)
-	case perr.Unknown():
-		a.m.Unknown.Inc()
-		status, typ = "unknown", ErrPaymentUnknown
-	case perr.Declined():
-		status, typ = "declined", ErrCardDeclined
-	default:
-		status, typ = "rejected", ErrPaymentRejected
-	}
-	if serr := a.settle(ctx, key, status, ""); serr != nil {
-		return serr
-	}
-	return temporal.NewNonRetryableApplicationError(perr.Error(), typ, nil)
+// verdict is what a provider error means for the ledger and the workflow.
+type verdict struct {
+	status  ledger.Status // what the ledger records; "" for nothing
+	errType string        // the non-retryable error type; "" to let Temporal retry
 }
 
-// settle records an answer for a key. A succeeded row is final: its provider_id is
-// never overwritten, and it never goes back to another status.
-func (a *Payments) settle(ctx context.Context, key, status, providerID string) error {
-	_, err := a.pool.Exec(ctx, `
-		UPDATE payments SET status = $2, provider_id = COALESCE(NULLIF($3, ''), provider_id), updated_at = now()
-		WHERE idempotency_key = $1 AND status <> 'succeeded'`, key, status, providerID)
-	if err != nil {
-		return fmt.Errorf("record payment %s as %s: %w", key, status, err)
+// classify reads a provider error: final answers and saved 5xx are non-retryable
+// (typed) and recorded; refused credentials are non-retryable here, recorded
+// nowhere, and retried by the workflow with the same key; anything else (a fresh
+// 5xx, 409, 429, timeouts, network) is left for Temporal to retry.
+func classify(err error) verdict {
+	var perr *provider.Error
+	switch {
+	case !errors.As(err, &perr) || perr.Retryable():
+		return verdict{}
+	case perr.Unauthorized():
+		return verdict{errType: ErrProviderUnauthorized}
+	case perr.Unknown():
+		return verdict{ledger.Unknown, ErrPaymentUnknown}
+	case perr.Declined():
+		return verdict{ledger.Declined, ErrCardDeclined}
 	}
-	return nil
+	return verdict{ledger.Rejected, ErrPaymentRejected}
+}
+
+// failed records a provider answer and turns it into the error the workflow acts on.
+func (a *Payments) failed(ctx context.Context, key string, err error) error {
+	v := classify(err)
+	switch v.errType {
+	case "":
+		return fmt.Errorf("payment %s: %w", key, err)
+	case ErrProviderUnauthorized:
+		a.m.Unauthorized.Inc()
+	case ErrPaymentUnknown:
+		a.m.Unknown.Inc()
+	}
+	if v.status != "" {
+		if serr := a.ledger.Settle(ctx, key, v.status, ""); serr != nil {
+			return serr
+		}
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), v.errType, nil)
 }
 
 // heartbeat reports liveness while a provider call is in flight, so a worker that

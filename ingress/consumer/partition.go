@@ -64,7 +64,7 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	in := make(chan kafka.Message) // each message on it holds a slot
 	go p.fetch(fetchCtx, reader, in)
 
-	w := &window{p: p}
+	w := &window{}
 	// finish stops fetching, waits for in-flight handlers until the deadline, then
 	// abandons the rest, and commits what settled.
 	finish := func(within time.Duration) {
@@ -73,29 +73,30 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 		for w.inflight > 0 {
 			select {
 			case r := <-p.results:
-				w.advance(r)
+				w.settle(r)
 			case <-deadline:
 				abandon() // handlers give up what they have not settled
 				deadline = nil
 			}
 		}
-		w.commit()
+		p.commitThrough(w)
 	}
 	tick := time.NewTicker(c.opts.CommitInterval)
 	defer tick.Stop()
 	for {
 		p.held.Set(float64(len(w.queue) + len(in)))
 		take := in
-		if len(w.queue) >= c.opts.MaxUncommitted {
-			take = nil // window full: the fetcher blocks, so this partition stops fetching
+		if w.full(c.opts.MaxUncommitted) {
+			take = nil // the fetcher blocks, so this partition stops fetching
 		}
 		select {
 		case m := <-take:
-			w.start(m)
+			w.add(m)
+			p.handle(m)
 		case r := <-p.results:
-			w.advance(r)
+			w.settle(r)
 		case <-tick.C:
-			w.commit()
+			p.commitThrough(w)
 		case <-drain:
 			finish(c.opts.DrainTimeout)
 			return
@@ -106,27 +107,25 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	}
 }
 
-// window is a partition's messages in offset order, from the oldest unsettled one.
+// window is a partition's messages in offset order, from the oldest unsettled one:
+// what may be committed is the contiguous run of settled messages before it.
 type window struct {
-	p         *partition
 	queue     []*slot
 	inflight  int
 	watermark *kafka.Message // last contiguous settled message, not yet committed
 }
 
-// start hands m to a handler; the result comes back on p.results.
-func (w *window) start(m kafka.Message) {
+// add takes m, in offset order, as in flight.
+func (w *window) add(m kafka.Message) {
 	w.queue = append(w.queue, &slot{m: m})
 	w.inflight++
-	go func() { // counted in inflight, awaited by finish before runPartition returns
-		settled := w.p.c.process(w.p.work, m)
-		<-w.p.c.slots
-		w.p.results <- result{offset: m.Offset, settled: settled}
-	}()
 }
 
-// advance records a handler's result and moves the watermark over settled messages.
-func (w *window) advance(r result) {
+// full reports whether the window holds max messages behind its oldest unsettled one.
+func (w *window) full(max int) bool { return len(w.queue) >= max }
+
+// settle records a handler's result and moves the watermark over settled messages.
+func (w *window) settle(r result) {
 	w.inflight--
 	if !r.settled {
 		return // stays in the queue: nothing after it is committed
@@ -142,8 +141,18 @@ func (w *window) advance(r result) {
 	}
 }
 
-func (w *window) commit() {
-	if w.watermark != nil && w.p.commit(*w.watermark) {
+// handle hands m to a handler; the result comes back on p.results.
+func (p *partition) handle(m kafka.Message) {
+	go func() { // counted in the window's inflight, awaited by finish before runPartition returns
+		settled := p.c.process(p.work, m)
+		<-p.c.slots
+		p.results <- result{offset: m.Offset, settled: settled}
+	}()
+}
+
+// commitThrough commits the window's watermark, if it moved since the last commit.
+func (p *partition) commitThrough(w *window) {
+	if w.watermark != nil && p.commit(*w.watermark) {
 		w.watermark = nil
 	}
 }
