@@ -9,8 +9,11 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options are the worker's limits.
@@ -30,6 +33,17 @@ type Activities struct {
 	Orders   *activities.Orders
 	Payments *activities.Payments
 	Events   *activities.Events
+}
+
+// NewActivities builds the activities of one worker process: the order store and
+// the payments ledger on pool, the provider, and the events writer (t traces each
+// publish; nil for none). The payment metrics register in reg.
+func NewActivities(pool *pgxpool.Pool, pay activities.Provider, events activities.MessageWriter, reg prometheus.Registerer, t *tracing.Tracing) Activities {
+	return Activities{
+		Orders:   activities.NewOrders(pool),
+		Payments: activities.NewPayments(pool, pay, activities.NewPaymentMetrics(reg)),
+		Events:   activities.NewEvents(events, t),
+	}
 }
 
 // New returns a worker on o.TaskQueue with OrderWorkflow and its activities.

@@ -20,7 +20,6 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
@@ -74,10 +73,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Logger:   logger,
 		Registry: reg,
 		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
-		Intake: intake.New(intake.Deps{
-			Keys: idem, Orders: orderstore.New(base.Pool), Logger: logger,
-			Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
-		}),
+		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+			Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger}, idem),
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 		Tracing:      traces,
 	})

@@ -18,8 +18,10 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -77,8 +79,8 @@ func (b *bench) placeOrder(key string) workflows.PlaceOrder {
 func (b *bench) settle(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		var paid int
-		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, b.tenant).Scan(&paid); err != nil {
+		paid, err := orderstore.New(b.pool).CountByStatus(ctx, b.tenant, order.StatusPaid)
+		if err != nil {
 			return err
 		}
 		if paid >= b.started {
@@ -227,10 +229,7 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		var n int
-		var span float64
-		err := b.pool.QueryRow(ctx, `SELECT count(*), COALESCE(extract(epoch FROM max(processed_at) - min(processed_at)), 0)
-			FROM processed_events WHERE consumer_group = $1`, b.group).Scan(&n, &span)
+		n, span, err := idempotency.NewEvents(b.pool).Span(ctx, b.group)
 		if err != nil {
 			return Result{Scenario: name}, err
 		}

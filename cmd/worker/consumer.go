@@ -7,9 +7,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/ingress/consumer"
-	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
@@ -26,12 +25,7 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 	readers := func(p int) consumer.PartitionReader {
 		return kafkaclient.NewPartitionReader(c.KafkaBrokers, c.RequestsTopic, p)
 	}
-	in := intake.New(intake.Deps{
-		Events:    idempotency.NewEvents(base.Pool),
-		Orders:    orderstore.New(base.Pool),
-		Workflows: intake.NewTemporal(base.Temporal, c.TaskQueue, workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}),
-		Group:     c.Consumer.Group,
-		Logger:    logger,
-	})
-	return consumer.New(c.Consumer, group, readers, dlq, in, consumer.NewStore(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
+	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+		Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger}, c.Consumer.Group)
+	return consumer.New(c.Consumer, group, readers, dlq, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
@@ -67,11 +66,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return worker.Run(ctx, worker.Deps{
 		Logger:   logger,
 		Temporal: base.Temporal,
-		Activities: worker.Activities{
-			Orders:   activities.NewOrders(base.Pool),
-			Payments: activities.NewPayments(base.Pool, provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout, traces.Transport(http.DefaultTransport)), activities.NewPaymentMetrics(reg)),
-			Events:   activities.NewEvents(events, traces),
-		},
+		Activities: worker.NewActivities(base.Pool,
+			provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout, traces.Transport(http.DefaultTransport)), events, reg, traces),
 		Consumer: cons,
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
 		Registry: reg,

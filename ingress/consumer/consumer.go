@@ -37,16 +37,22 @@ type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// Intake places orders; the consumer's events use intake.FromEvent.
+// Intake places the orders of events (*intake.Events).
 type Intake interface {
-	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request) intake.Outcome
+	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request) intake.Result
+}
+
+// Tenants tells which tenants exist (*apikeys.Tenants): an event's tenant field is
+// a trust boundary.
+type Tenants interface {
+	Exists(ctx context.Context, tenant string) (bool, error)
 }
 
 var (
 	_ Group           = (*kafka.ConsumerGroup)(nil)
 	_ PartitionReader = (*kafka.Reader)(nil)
 	_ Writer          = (*kafka.Writer)(nil)
-	_ Intake          = (*intake.Service)(nil)
+	_ Intake          = (*intake.Events)(nil)
 )
 
 // Options tune the consumer.
@@ -80,7 +86,7 @@ type Consumer struct {
 	readers func(partition int) PartitionReader
 	dlq     Writer
 	intake  Intake
-	store   *Store
+	tenants Tenants
 	logger  *slog.Logger
 	m       *Metrics
 	t       *tracing.Tracing
@@ -92,7 +98,7 @@ type Consumer struct {
 // New returns a consumer; Run drives it.
 // readers opens a reader of one partition of the requests topic.
 // t (nil for none) continues each event's trace from its message headers.
-func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, store *Store, logger *slog.Logger, m *Metrics, t *tracing.Tracing) *Consumer {
+func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, tenants Tenants, logger *slog.Logger, m *Metrics, t *tracing.Tracing) *Consumer {
 	if opts.InFlight <= 0 {
 		opts.InFlight = 16
 	}
@@ -108,7 +114,7 @@ func New(opts Options, group Group, readers func(partition int) PartitionReader,
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
-	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, store: store, logger: logger, m: m, t: t,
+	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, tenants: tenants, logger: logger, m: m, t: t,
 		slots: make(chan struct{}, opts.InFlight)}
 }
 
@@ -167,7 +173,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	ev, err := DecodeEvent(m.Value)
 	if err == nil {
 		var known bool
-		if known, err = c.store.TenantExists(ctx, ev.Tenant); err != nil {
+		if known, err = c.tenants.Exists(ctx, ev.Tenant); err != nil {
 			return err
 		}
 		if !known {

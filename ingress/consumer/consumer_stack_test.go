@@ -85,7 +85,7 @@ func (p *pipeline) runConsumerWith(t *testing.T, opts consumer.Options, dlqTopic
 	}
 	dlq := kafkaclient.NewWriter(p.Brokers, dlqTopic)
 	c := consumer.New(opts, group, readers, dlq,
-		p.Intake(p.group, 0), consumer.NewStore(p.Pool, 200*time.Millisecond),
+		p.ConsumerIntake(p.group), apikeys.NewTenants(p.Pool, 200*time.Millisecond),
 		stacktest.Logger(t), consumer.NewMetrics(reg), p.Tracing)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -52,16 +52,8 @@ func DecodeEvent(value []byte) (Event, error) {
 }
 
 func checkEventID(id string) error {
-	if id == "" {
-		return &intake.FieldError{Field: "eventId", Message: "is required"}
-	}
-	if len(id) > 255 {
-		return &intake.FieldError{Field: "eventId", Message: "longer than 255 characters"}
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return &intake.FieldError{Field: "eventId", Message: "must be visible ASCII characters"}
-		}
+	if msg := order.CheckKey(id); msg != "" {
+		return &intake.FieldError{Field: "eventId", Message: msg}
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func newAPIWith(t *testing.T, cancelWindow, keyTTL time.Duration) *apiHarness {
 		Logger:       slog.New(slog.NewJSONHandler(h.logs, nil)),
 		Registry:     prometheus.NewRegistry(),
 		Keys:         ks,
-		Intake:       h.Intake("", cancelWindow),
+		Intake:       h.APIIntake(cancelWindow),
 		MaxBodyBytes: 64 << 10,
 	})
 	srv := httptest.NewServer(handler)

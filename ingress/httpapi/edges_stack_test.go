@@ -51,7 +51,7 @@ func TestHTTPKeyEqualToAnEventIDIsItsOwnOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The consumer's path: the intake service with an event.
-	ev := h.Intake(stacktest.Name("group"), 0).Place(context.Background(), tenant, intake.FromEvent, "X", req, 0)
+	ev := h.ConsumerIntake(stacktest.Name("group")).PlaceEvent(context.Background(), tenant, "X", req)
 	if ev.Kind != intake.Created {
 		t.Fatalf("event placement: %+v", ev)
 	}

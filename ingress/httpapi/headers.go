@@ -2,22 +2,23 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/orderflow/orderflow/internal/order"
 )
 
 // Errors of ParseIdempotencyKey.
 var (
 	errKeyMissing   = errors.New("the Idempotency-Key header is required")
 	errKeyMultiple  = errors.New("more than one Idempotency-Key")
-	errKeyMalformed = errors.New("Idempotency-Key must be 1-255 visible ASCII characters, bare or as a quoted string")
+	errKeyMalformed = fmt.Errorf("Idempotency-Key must be 1-%d visible ASCII characters, bare or as a quoted string", order.MaxKeyLen)
 )
 
-const maxKeyLen = 255
-
 // ParseIdempotencyKey accepts the draft's Structured Field form (an sf-string,
-// `"8e03..."`) and the bare form Stripe clients send. Either way the key is 1-255
-// visible ASCII characters. Several header fields, or a list in one, are refused.
+// `"8e03..."`) and the bare form Stripe clients send. Either way the key is a
+// client's key (order.CheckKey); a bare one holds no quote. Several header fields, or a list in one, are refused.
 func ParseIdempotencyKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
@@ -50,13 +51,8 @@ func ParseIdempotencyKey(values []string) (string, error) {
 		}
 		key = v
 	}
-	if len(key) == 0 || len(key) > maxKeyLen {
+	if order.CheckKey(key) != "" || (v[0] != '"' && strings.IndexByte(key, '"') >= 0) {
 		return "", errKeyMalformed
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e || (key[i] == '"' && v[0] != '"') {
-			return "", errKeyMalformed
-		}
 	}
 	return key, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/orderflow/orderflow/internal/order"
 )
 
 func TestParseIdempotencyKey(t *testing.T) {
@@ -55,7 +57,7 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(key) < 1 || len(key) > maxKeyLen {
+		if len(key) < 1 || len(key) > order.MaxKeyLen {
 			t.Fatalf("accepted key of length %d", len(key))
 		}
 		for i := 0; i < len(key); i++ {

@@ -39,7 +39,7 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait := time.Duration(parsePreferWait(r.Header.Values("Prefer"))) * time.Second
-	out := a.Intake.Place(r.Context(), tenantOf(r.Context()), intake.FromHTTP, key, req, wait)
+	out := a.Intake.Place(r.Context(), tenantOf(r.Context()), key, req, wait)
 	switch out.Kind {
 	case intake.Created:
 		a.m.startDuration.Observe(out.StartTook.Seconds())
@@ -121,8 +121,8 @@ func pathID(r *http.Request) (string, *problem) {
 }
 
 // maxParamLen bounds every identifier in a path or query: order IDs are 30
-// characters, customer IDs and idempotency keys at most 255.
-const maxParamLen = 255
+// characters, customer IDs and idempotency keys at most order.MaxKeyLen.
+const maxParamLen = order.MaxKeyLen
 
 // checkParam says why Postgres or Temporal would refuse v ("" when they would
 // not): invalid UTF-8, NUL or other control characters, or more than max characters.

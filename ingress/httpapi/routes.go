@@ -29,7 +29,7 @@ type KeyStore interface {
 
 // Intake places, reads and cancels orders.
 type Intake interface {
-	Place(ctx context.Context, tenant string, src intake.Source, key string, req intake.Request, wait time.Duration) intake.Outcome
+	Place(ctx context.Context, tenant, key string, req intake.Request, wait time.Duration) intake.Result
 	Get(ctx context.Context, tenant, orderID string) (orderstore.View, error)
 	List(ctx context.Context, tenant string, f intake.Filter) ([]orderstore.View, string, error)
 	Cancel(ctx context.Context, tenant, orderID string) (orderstore.View, error)
@@ -37,7 +37,7 @@ type Intake interface {
 
 var (
 	_ KeyStore = (*apikeys.Store)(nil)
-	_ Intake   = (*intake.Service)(nil)
+	_ Intake   = (*intake.Requests)(nil)
 )
 
 // Deps are what the API needs.

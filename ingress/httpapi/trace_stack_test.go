@@ -30,7 +30,7 @@ func TestPostIsOneTrace(t *testing.T) {
 	}
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
-		Keys: ks, Intake: h.Intake("", 0), MaxBodyBytes: 64 << 10, Tracing: h.Tracing,
+		Keys: ks, Intake: h.APIIntake(0), MaxBodyBytes: 64 << 10, Tracing: h.Tracing,
 	}))
 	t.Cleanup(srv.Close)
 	if r := do(t, http.MethodPost, srv.URL+"/v1/orders", key, body, map[string]string{"Idempotency-Key": "k1"}); r.status != http.StatusAccepted {

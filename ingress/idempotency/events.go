@@ -40,6 +40,19 @@ func (s *Events) Processed(ctx context.Context, group, tenant, eventID string) (
 	return true, fp, nil
 }
 
+// Span counts the group's processed events and the time from the first to the
+// last, in seconds.
+func (s *Events) Span(ctx context.Context, group string) (int, float64, error) {
+	var n int
+	var span float64
+	err := s.pool.QueryRow(ctx, `SELECT count(*), COALESCE(extract(epoch FROM max(processed_at) - min(processed_at)), 0)
+		FROM processed_events WHERE consumer_group = $1`, group).Scan(&n, &span)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count processed events: %w", err)
+	}
+	return n, span, nil
+}
+
 // mark is one MarkProcessed waiting for its batch.
 type mark struct {
 	group, tenant, eventID, workflowID string

@@ -13,21 +13,28 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Outcome is what a claim on a key found.
+// Outcome is what a keyed request came to, on either ingress. Claim answers
+// Claimed, Replayed, Mismatch or InFlight; the intake turns Claimed into Created,
+// or any step into Unavailable.
 type Outcome int
 
 const (
-	// Claimed: the caller owns the key and must Complete or Release it.
+	// Claimed: the caller owns the key and must Complete or Unlock it.
 	Claimed Outcome = iota
-	// Replay: the key already has a response; send it again.
-	Replay
-	// InFlight: another request with the key is being handled.
-	InFlight
+	// Created: the order's workflow was started by this request.
+	Created
+	// Replayed: the key already made its order; HTTP sends its response again.
+	Replayed
 	// Mismatch: the key was used with a different request.
 	Mismatch
+	// InFlight: another request with the key is being handled.
+	InFlight
+	// Unavailable: a dependency failed; retry with the same key.
+	Unavailable
 )
 
 // Print is a request's fingerprint: the value to store with a new key, and how to
@@ -72,7 +79,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 		if !fp.Matches(e.fingerprint) {
 			return Mismatch, e.Record, nil
 		}
-		return Replay, e.Record, nil
+		return Replayed, e.Record, nil
 	}
 	cur, claimed, err := s.insert(ctx, tenant, key, fp.Value, workflowID, lease)
 	switch {
@@ -104,7 +111,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 		if cur.left >= replayMinLeft.Seconds() {
 			s.replays.put(tenant, key, cur.Record, cur.fingerprint)
 		}
-		return Replay, cur.Record, nil
+		return Replayed, cur.Record, nil
 	case cur.lockedFor != nil:
 		cur.RetryAfter = time.Duration(*cur.lockedFor * float64(time.Second))
 		return InFlight, cur.Record, nil
@@ -126,8 +133,10 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 }
 
 // orderRecorded says whether the claimed workflow's order is in the orders table:
-// Postgres keeps orders longer than keys, so a key can be new to its order.
-const orderRecorded = `EXISTS (SELECT 1 FROM orders o WHERE o.tenant = k.tenant AND o.workflow_id = k.workflow_id)`
+// Postgres keeps orders longer than keys, so a key can be new to its order. The
+// orders table's owner writes the condition; the claim asks it in its own
+// statement, saving a round trip on every POST.
+const orderRecorded = orderstore.RecordedForKey
 
 // insert claims a key that has no record, or returns the record the statement's
 // snapshot holds (not found when a concurrent insert made it).

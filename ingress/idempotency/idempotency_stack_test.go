@@ -45,7 +45,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err := s.Complete(ctx, tenant, "k", nil, 202, []byte(`{"id":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if out, rec := claim("k", fp, time.Minute); out != idempotency.Replay || rec.Status != 202 || string(rec.Body) != `{"id":"x"}` || rec.WorkflowID != "wf-k" {
+	if out, rec := claim("k", fp, time.Minute); out != idempotency.Replayed || rec.Status != 202 || string(rec.Body) != `{"id":"x"}` || rec.WorkflowID != "wf-k" {
 		t.Fatalf("after complete = %v %+v", out, rec)
 	}
 
@@ -218,7 +218,7 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 
 	api1, api2 := idempotency.New(pool, 24*time.Hour), idempotency.New(pool, 24*time.Hour)
 	claimAndComplete(api1, "k")
-	if out, rec, err := api2.Claim(ctx, tenant, "k", fp, "wf-k", time.Minute); err != nil || out != idempotency.Replay {
+	if out, rec, err := api2.Claim(ctx, tenant, "k", fp, "wf-k", time.Minute); err != nil || out != idempotency.Replayed {
 		t.Fatalf("first read elsewhere = %v %v", out, err)
 	} else if string(rec.Body) != `{"key":"k"}` {
 		t.Fatalf("body = %s", rec.Body)
@@ -226,7 +226,7 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 	drop("k")
 	for name, s := range map[string]*idempotency.Store{"completing": api1, "reading": api2} {
 		out, rec, err := s.Claim(ctx, tenant, "k", fp, "wf-k", time.Minute)
-		if err != nil || out != idempotency.Replay || rec.Status != 202 || string(rec.Body) != `{"key":"k"}` || rec.WorkflowID != "wf-k" {
+		if err != nil || out != idempotency.Replayed || rec.Status != 202 || string(rec.Body) != `{"key":"k"}` || rec.WorkflowID != "wf-k" {
 			t.Fatalf("%s process: %v %+v %v, want the cached replay", name, out, rec, err)
 		}
 		if out, _, _ := s.Claim(ctx, tenant, "k", other, "wf-k", time.Minute); out != idempotency.Mismatch {
@@ -240,7 +240,7 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 	// Records that expire within the cache's lifetime are not cached.
 	short := idempotency.New(pool, 5*time.Minute)
 	claimAndComplete(short, "short")
-	if out, _, _ := short.Claim(ctx, tenant, "short", fp, "wf-short", time.Minute); out != idempotency.Replay {
+	if out, _, _ := short.Claim(ctx, tenant, "short", fp, "wf-short", time.Minute); out != idempotency.Replayed {
 		t.Fatalf("short-lived record = %v", out)
 	}
 	drop("short")

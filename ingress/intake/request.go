@@ -181,10 +181,8 @@ func checkID(field, v string) error {
 	if len(v) > maxIDLen {
 		return fieldErr(field, "longer than %d characters", maxIDLen)
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x21 || v[i] > 0x7e {
-			return fieldErr(field, "must be visible ASCII characters")
-		}
+	if !order.Visible(v) {
+		return fieldErr(field, "must be visible ASCII characters")
 	}
 	return nil
 }

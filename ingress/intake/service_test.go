@@ -56,7 +56,7 @@ func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp idempotency.P
 		r.locked = true
 		return idempotency.Claimed, idempotency.Record{WorkflowID: r.workflowID, OrderRecorded: f.orders.has(r.workflowID)}, nil
 	}
-	return idempotency.Replay, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
+	return idempotency.Replayed, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
 }
 
 func (f *fakeKeys) Complete(_ context.Context, tenant, key string, fp []byte, status int, body []byte) error {
@@ -179,7 +179,8 @@ type fixture struct {
 	events *fakeEvents
 	orders *fakeOrders
 	flows  *fakeWorkflows
-	svc    *Service
+	api    *Requests
+	cons   *Events
 }
 
 func newFixture() *fixture {
@@ -190,8 +191,8 @@ func newFixture() *fixture {
 		orders: orders,
 		flows:  &fakeWorkflows{started: map[string]int{}},
 	}
-	f.svc = New(Deps{Keys: f.keys, Events: f.events, Orders: f.orders, Workflows: f.flows, Group: "g",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f.api = newRequests(f.keys, f.orders, f.flows, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f.cons = newEvents(f.events, f.flows, "g")
 	return f
 }
 
@@ -207,11 +208,11 @@ func request(t *testing.T, body string) Request {
 func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
 	f := newFixture()
 	req := request(t, valid)
-	first := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", req, 0)
+	first := f.api.Place(context.Background(), "acme", "k1", req, 0)
 	if first.Kind != Created || first.Status != http.StatusAccepted || len(first.Body) == 0 {
 		t.Fatalf("first = %+v", first)
 	}
-	again := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", req, 0)
+	again := f.api.Place(context.Background(), "acme", "k1", req, 0)
 	if again.Kind != Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.OrderID != first.OrderID {
 		t.Fatalf("replay = %+v, want the first response", again)
 	}
@@ -223,11 +224,11 @@ func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
 func TestPlaceHTTPMismatchAndInFlight(t *testing.T) {
 	f := newFixture()
 	f.keys.recs["acme/k1"] = &fakeKey{fingerprint: Fingerprint(request(t, valid)), workflowID: order.WorkflowID("acme", order.FromHTTP, "k1"), locked: true}
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != InFlight || out.RetryAfter != 3*time.Second {
+	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != InFlight || out.RetryAfter != 3*time.Second {
 		t.Fatalf("same body while the first runs = %+v, want InFlight after 3s", out)
 	}
 	other := request(t, `{"customer_id":"cus_1","currency":"usd","items":[{"sku":"sku-1","quantity":3,"unit_amount":1299}],"payment_method":"pm_card_visa"}`)
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch {
 		t.Fatalf("other body = %+v, want Mismatch", out)
 	}
 	if len(f.flows.started) != 0 {
@@ -238,7 +239,7 @@ func TestPlaceHTTPMismatchAndInFlight(t *testing.T) {
 func TestPlaceHTTPUnavailableKeepsTheFingerprint(t *testing.T) {
 	f := newFixture()
 	f.flows.startErr = errors.New("temporal down")
-	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
 	var ue *UnavailableError
 	if out.Kind != Unavailable || !errors.As(out.Err, &ue) || ue.What != "workflow start" {
 		t.Fatalf("out = %+v, want Unavailable(workflow start)", out)
@@ -246,15 +247,15 @@ func TestPlaceHTTPUnavailableKeepsTheFingerprint(t *testing.T) {
 	f.flows.startErr = nil
 	// The start may have happened: another body with the key is refused at once...
 	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch {
 		t.Fatalf("other body after a failed start = %+v, want Mismatch", out)
 	}
 	// ...and the same body takes the key over.
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != Created {
+	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != Created {
 		t.Fatalf("retry = %+v, want Created", out)
 	}
 	f.keys.err = errors.New("postgres down")
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k2", request(t, valid), 0); out.Kind != Unavailable {
+	if out := f.api.Place(context.Background(), "acme", "k2", request(t, valid), 0); out.Kind != Unavailable {
 		t.Fatalf("claim failure = %+v, want Unavailable", out)
 	}
 }
@@ -264,22 +265,22 @@ func TestPlaceHTTPUnavailableKeepsTheFingerprint(t *testing.T) {
 // body with the key is refused.
 func TestPlaceHTTPAfterTheKeyExpiredAnswersFromPostgres(t *testing.T) {
 	f := newFixture()
-	first := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	first := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
 	delete(f.keys.recs, "acme/k1") // purged
 	f.flows.started = map[string]int{}
-	again := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	again := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
 	if again.Kind != Replayed || again.OrderID != first.OrderID || len(f.flows.started) != 0 {
 		t.Fatalf("resent after expiry = %+v, %d starts; want the same order, no start", again, len(f.flows.started))
 	}
 	delete(f.keys.recs, "acme/k1")
 	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch || len(f.flows.started) != 0 {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch || len(f.flows.started) != 0 {
 		t.Fatalf("another body after expiry = %+v, want Mismatch", out)
 	}
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", other, 0); out.Kind != Mismatch {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch {
 		t.Fatalf("again = %+v: the key must stay bound to the order's request", out)
 	}
-	if out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0); out.Kind != Replayed {
+	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != Replayed {
 		t.Fatalf("the original request = %+v, want Replayed", out)
 	}
 }
@@ -287,38 +288,34 @@ func TestPlaceHTTPAfterTheKeyExpiredAnswersFromPostgres(t *testing.T) {
 func TestPlaceEventDeduplicates(t *testing.T) {
 	f := newFixture()
 	req := request(t, valid)
-	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", req, 0); out.Kind != Created {
+	if out := f.cons.PlaceEvent(context.Background(), "acme", "e1", req); out.Kind != Created {
 		t.Fatalf("first = %+v", out)
 	}
-	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", req, 0); out.Kind != Replayed {
+	if out := f.cons.PlaceEvent(context.Background(), "acme", "e1", req); out.Kind != Replayed {
 		t.Fatalf("duplicate = %+v, want Replayed", out)
 	}
 	if n := f.flows.started[order.WorkflowID("acme", order.FromEvent, "e1")]; n != 1 {
 		t.Fatalf("%d starts, want 1", n)
 	}
 	// Another tenant's event with the same eventId is another order.
-	if out := f.svc.Place(context.Background(), "other", FromEvent, "e1", req, 0); out.Kind != Created {
+	if out := f.cons.PlaceEvent(context.Background(), "other", "e1", req); out.Kind != Created {
 		t.Fatalf("same eventId, other tenant = %+v, want Created", out)
 	}
 	// The same eventId with another order is not a duplicate.
 	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.svc.Place(context.Background(), "acme", FromEvent, "e1", other, 0); out.Kind != Mismatch {
+	if out := f.cons.PlaceEvent(context.Background(), "acme", "e1", other); out.Kind != Mismatch {
 		t.Fatalf("reused eventId = %+v, want Mismatch", out)
 	}
 	// A row recorded before fingerprints counts as the same event.
 	f.events.seen["g/acme/legacy"] = nil
-	if out := f.svc.Place(context.Background(), "acme", FromEvent, "legacy", other, 0); out.Kind != Replayed {
+	if out := f.cons.PlaceEvent(context.Background(), "acme", "legacy", other); out.Kind != Replayed {
 		t.Fatalf("legacy row = %+v, want Replayed", out)
-	}
-	noEvents := New(Deps{Keys: f.keys, Orders: f.orders, Workflows: f.flows})
-	if out := noEvents.Place(context.Background(), "acme", FromEvent, "e2", req, 0); out.Kind != Unavailable {
-		t.Fatalf("event without an event log = %+v, want Unavailable", out)
 	}
 }
 
 func TestCancel(t *testing.T) {
 	f := newFixture()
-	out := f.svc.Place(context.Background(), "acme", FromHTTP, "k1", request(t, valid), 0)
+	out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
 	wf := order.WorkflowID("acme", order.FromHTTP, "k1")
 	setStatus := func(s order.Status) {
 		v := f.orders.views[out.OrderID]
@@ -326,7 +323,7 @@ func TestCancel(t *testing.T) {
 		f.orders.views[out.OrderID] = v
 	}
 
-	if _, err := f.svc.Cancel(context.Background(), "acme", "ord_nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := f.api.Cancel(context.Background(), "acme", "ord_nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown order: %v, want ErrNotFound", err)
 	}
 	f.flows.cancelled = func(id string) (order.Status, error) {
@@ -336,27 +333,27 @@ func TestCancel(t *testing.T) {
 		setStatus(order.StatusCancelled)
 		return order.StatusCancelled, nil
 	}
-	if v, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
 		t.Fatalf("cancel = %+v, %v", v, err)
 	}
 	// The workflow has closed since: cancelling again answers the same.
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errNotCancellable }
-	if v, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
 		t.Fatalf("second cancel = %+v, %v", v, err)
 	}
 	var nc *NotCancellableError
 	setStatus(order.StatusPaid)
-	if _, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaid {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaid {
 		t.Fatalf("cancel of a fulfilled order: %v, want NotCancellable(PAID)", err)
 	}
 	// Accepted while the charge ran, then declined: nothing was cancelled.
 	f.flows.cancelled = func(string) (order.Status, error) { return order.StatusPaymentDeclined, nil }
-	if _, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
 		t.Fatalf("cancel answered by a decline: %v", err)
 	}
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errors.New("deadline exceeded") }
 	var ue *UnavailableError
-	if _, err := f.svc.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &ue) {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &ue) {
 		t.Fatalf("cancel with Temporal down: %v, want UnavailableError", err)
 	}
 }

@@ -50,7 +50,7 @@ func WorkflowID(tenant string, src Source, key string) string {
 	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
-		if c == '%' || c == ':' || c < 0x21 || c > 0x7e {
+		if c == '%' || c == ':' || !visible(c) {
 			fmt.Fprintf(&b, "%%%02X", c)
 			continue
 		}

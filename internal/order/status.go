@@ -17,8 +17,8 @@ const (
 var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
 
 // transitions is the order's state machine: the statuses each status may move to.
-// Every status change of an order, in the workflow and in the store, is checked
-// against it; a terminal status has no way out.
+// The order store checks every status change against it (orderstore.Move, which
+// the workflow's steps go through); a terminal status has no way out.
 var transitions = map[Status][]Status{
 	// PAYMENT_UNKNOWN straight from PENDING: the charge step failed for good before
 	// it could record PAYMENT_PENDING (Postgres down), so only a lookup can tell.

@@ -1,7 +1,8 @@
 // Package orderstore is the only code that reads or writes the orders table, the
 // read model shared by the workflow's activities (which write it) and the ingresses
 // (which insert and read it). Every status change goes through Move, which enforces
-// the order domain's state machine.
+// the order domain's state machine. The one condition on orders that another
+// store's statement embeds, RecordedForKey, is written here too.
 package orderstore
 
 import (
@@ -62,6 +63,20 @@ type Store struct {
 
 // New returns the store on db.
 func New(db DB) *Store { return &Store{db: db} }
+
+// RecordedForKey is the SQL condition that the order of a row aliased k (with
+// columns tenant and workflow_id) is recorded, for another store to ask in the
+// same statement as its own write.
+const RecordedForKey = `EXISTS (SELECT 1 FROM orders o WHERE o.tenant = k.tenant AND o.workflow_id = k.workflow_id)`
+
+// CountByStatus counts the tenant's orders in a status.
+func (s *Store) CountByStatus(ctx context.Context, tenant string, status order.Status) (int, error) {
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = $2`, tenant, status).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s orders: %w", status, err)
+	}
+	return n, nil
+}
 
 // ErrInvalidTransition is a status change the order's current status forbids (or an
 // order that does not exist); retrying cannot fix it.

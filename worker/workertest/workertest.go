@@ -14,10 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.temporal.io/sdk/client"
 
-	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
@@ -67,11 +65,7 @@ func (h *Orders) StartWorker(tb testing.TB) {
 	tb.Helper()
 	writer := kafkaclient.NewWriter(h.Brokers, h.Topic)
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
-		worker.Activities{
-			Orders:   activities.NewOrders(h.Pool),
-			Payments: activities.NewPayments(h.Pool, provider.New(h.SimURL, "", 2*time.Second, h.Tracing.Transport(nil)), activities.NewPaymentMetrics(prometheus.NewRegistry())),
-			Events:   activities.NewEvents(writer, h.Tracing),
-		})
+		worker.NewActivities(h.Pool, provider.New(h.SimURL, "", 2*time.Second, h.Tracing.Transport(nil)), writer, prometheus.NewRegistry(), h.Tracing))
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -109,15 +103,20 @@ func (h *Orders) StartWorkerProcess(tb testing.TB) *stacktest.Proc {
 	return stacktest.Start(tb, stacktest.Binary(tb, "cmd/worker"), h.WorkerEnv())
 }
 
-// Intake returns the intake service on this pipeline's task queue; group is the
-// consumer group whose events it deduplicates ("" for HTTP only).
-func (h *Orders) Intake(group string, cancelWindow time.Duration) *intake.Service {
-	return intake.New(intake.Deps{
-		Keys:      idempotency.New(h.Pool, 24*time.Hour),
-		Events:    idempotency.NewEvents(h.Pool),
-		Orders:    orderstore.New(h.Pool),
-		Workflows: intake.NewTemporal(h.Temporal, h.Queue, workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay}),
-		Group:     group,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+// setup is what this pipeline's intakes start orders with.
+func (h *Orders) setup(cancelWindow time.Duration) intake.Setup {
+	return intake.Setup{Pool: h.Pool, Temporal: h.Temporal, TaskQueue: h.Queue,
+		Policy: workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// APIIntake is the API process's intake on this pipeline's task queue.
+func (h *Orders) APIIntake(cancelWindow time.Duration) *intake.Requests {
+	return intake.NewAPI(h.setup(cancelWindow), idempotency.New(h.Pool, 24*time.Hour))
+}
+
+// ConsumerIntake is the Kafka ingress's intake on this pipeline's task queue,
+// deduplicating the events of group.
+func (h *Orders) ConsumerIntake(group string) *intake.Events {
+	return intake.NewConsumer(h.setup(0), group)
 }
