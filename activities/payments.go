@@ -80,16 +80,21 @@ func NewPayments(pool *pgxpool.Pool, provider Provider, m PaymentMetrics) *Payme
 	return &Payments{ledger: ledger.New(pool), provider: provider, m: m}
 }
 
-// ChargeInput asks for one order's charge. Key is the provider key the workflow
-// derived (order.PaymentKey); empty in workflows started before it, which use the
-// legacy key.
+// Step is one payment of an order, in the input of every payment activity. Key is
+// the provider key the workflow derived (order.PaymentKey); empty in workflows
+// started before it, which use the legacy key.
+type Step struct {
+	WorkflowID string
+	OrderID    string
+	Amount     int64
+	Currency   string
+	Key        string
+}
+
+// ChargeInput asks for one order's charge.
 type ChargeInput struct {
-	WorkflowID    string
-	OrderID       string
-	Amount        int64
-	Currency      string
+	Step
 	PaymentMethod string
-	Key           string
 }
 
 // ChargeResult is a successful charge.
@@ -98,28 +103,10 @@ type ChargeResult struct {
 	ChargeID string
 }
 
-// Charge charges the order with in.Key on every attempt, so the provider charges at
-// most once for it whatever happens to this process or its answers. If the ledger
-// already holds a success for the key (a run started again after Temporal's
-// retention), that charge is returned and the provider is not called.
-func (a *Payments) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
-	p := ledger.Payment{Key: keyOr(in.Key, in.WorkflowID, ledger.Charge), Kind: ledger.Charge,
-		OrderID: in.OrderID, Amount: in.Amount, Currency: in.Currency}
-	id, err := a.call(ctx, p, func(ctx context.Context) (string, error) {
-		ch, err := a.provider.Charge(ctx, p.Key, in.Amount, in.Currency, in.PaymentMethod, in.OrderID)
-		return ch.ID, err
-	})
-	return ChargeResult{Key: p.Key, ChargeID: id}, err
-}
-
-// RefundInput asks for the refund of one order's charge; Key as in ChargeInput.
+// RefundInput asks for the refund of one order's charge.
 type RefundInput struct {
-	WorkflowID string
-	OrderID    string
-	ChargeID   string
-	Amount     int64
-	Currency   string
-	Key        string
+	Step
+	ChargeID string
 }
 
 // RefundResult is a successful refund.
@@ -128,24 +115,19 @@ type RefundResult struct {
 	RefundID string
 }
 
-// Refund refunds the order's charge in full with in.Key.
-func (a *Payments) Refund(ctx context.Context, in RefundInput) (RefundResult, error) {
-	p := ledger.Payment{Key: keyOr(in.Key, in.WorkflowID, ledger.Refund), Kind: ledger.Refund,
-		OrderID: in.OrderID, Amount: in.Amount, Currency: in.Currency}
-	id, err := a.call(ctx, p, func(ctx context.Context) (string, error) {
-		re, err := a.provider.Refund(ctx, p.Key, in.ChargeID, in.Amount)
-		return re.ID, err
-	})
-	return RefundResult{Key: p.Key, RefundID: id}, err
+// Charge charges the order with in.Key on every attempt, so the provider charges at
+// most once for it whatever happens to this process or its answers. If the ledger
+// already holds a success for the key (a run started again after Temporal's
+// retention), that charge is returned and the provider is not called.
+func (a *Payments) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
+	key, id, err := a.call(ctx, in.Step, ledger.Charge, in.PaymentMethod)
+	return ChargeResult{Key: key, ChargeID: id}, err
 }
 
-// keyOr is the workflow's key, or the legacy one of workflows started before keys
-// were derived by order.PaymentKey.
-func keyOr(key, workflowID string, kind ledger.Kind) string {
-	if key == "" {
-		return order.LegacyPaymentKey(workflowID, string(kind))
-	}
-	return key
+// Refund refunds the order's charge in full with in.Key.
+func (a *Payments) Refund(ctx context.Context, in RefundInput) (RefundResult, error) {
+	key, id, err := a.call(ctx, in.Step, ledger.Refund, in.ChargeID)
+	return RefundResult{Key: key, RefundID: id}, err
 }
 
 // LookupInput asks whether an order was charged (ChargeID empty) or its charge
@@ -207,32 +189,41 @@ func (a *Payments) lookupFailed(err error) error {
 
 // call records the payment in the ledger (a charge's order moving to
 // PAYMENT_PENDING in the same transaction: until an answer comes, nobody knows
-// whether the card was charged), calls the provider with heartbeats, and records
-// the answer. A key the ledger already holds as succeeded is not sent again.
-func (a *Payments) call(ctx context.Context, p ledger.Payment, send func(context.Context) (string, error)) (string, error) {
+// whether the card was charged), sends it with heartbeats, and records the
+// answer; of is the payment method a charge charges or the charge a refund
+// refunds. A key the ledger already holds as succeeded is not sent again.
+func (a *Payments) call(ctx context.Context, s Step, kind ledger.Kind, of string) (key, providerID string, err error) {
+	p := ledger.Payment{Key: s.Key, Kind: kind, OrderID: s.OrderID, Amount: s.Amount, Currency: s.Currency}
+	if p.Key == "" {
+		p.Key = order.LegacyPaymentKey(s.WorkflowID, string(kind))
+	}
 	var pending func(pgx.Tx) error
-	if p.Kind == ledger.Charge {
+	if kind == ledger.Charge {
 		pending = func(tx pgx.Tx) error {
 			return asActivityError(orderstore.New(tx).Move(ctx, p.OrderID, order.StatusPaymentPending, "", ""))
 		}
 	}
 	status, providerID, err := a.ledger.Open(ctx, p, pending)
-	if err != nil {
-		return "", err
-	}
-	if status == ledger.Succeeded && providerID != "" {
-		return providerID, nil // the ledger of record already has it
+	if err != nil || (status == ledger.Succeeded && providerID != "") {
+		return p.Key, providerID, err // a success is the ledger of record's already
 	}
 	stop := heartbeat(ctx)
-	id, err := send(ctx)
+	providerID, err = a.send(ctx, p, of)
 	stop()
 	if err != nil {
-		return "", a.failed(ctx, p.Key, err)
+		return p.Key, "", a.failed(ctx, p.Key, err)
 	}
-	if err := a.ledger.Settle(ctx, p.Key, ledger.Succeeded, id); err != nil {
-		return "", err
+	return p.Key, providerID, a.ledger.Settle(ctx, p.Key, ledger.Succeeded, providerID)
+}
+
+// send asks the provider for the payment and returns the ID of what it made.
+func (a *Payments) send(ctx context.Context, p ledger.Payment, of string) (string, error) {
+	if p.Kind == ledger.Refund {
+		re, err := a.provider.Refund(ctx, p.Key, of, p.Amount)
+		return re.ID, err
 	}
-	return id, nil
+	ch, err := a.provider.Charge(ctx, p.Key, p.Amount, p.Currency, of, p.OrderID)
+	return ch.ID, err
 }
 
 // verdict is what a provider error means for the ledger and the workflow.

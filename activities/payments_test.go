@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,5 +40,22 @@ func TestClassifyProviderErrors(t *testing.T) {
 		if got := classify(c.err); got != c.want {
 			t.Errorf("%s: classify = %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// Activities scheduled by an earlier worker carry their inputs as flat JSON: the
+// embedded Step must keep every field at the top level.
+func TestPaymentInputsKeepTheirWireShape(t *testing.T) {
+	step := Step{WorkflowID: "order:acme:k", OrderID: "ord_1", Amount: 1299, Currency: "USD", Key: "ofpay_x"}
+	charge, _ := json.Marshal(ChargeInput{Step: step, PaymentMethod: "pm_card_visa"})
+	if want := `{"WorkflowID":"order:acme:k","OrderID":"ord_1","Amount":1299,"Currency":"USD","Key":"ofpay_x","PaymentMethod":"pm_card_visa"}`; string(charge) != want {
+		t.Errorf("charge input = %s, want %s", charge, want)
+	}
+	var in RefundInput
+	if err := json.Unmarshal([]byte(`{"WorkflowID":"order:acme:k","OrderID":"ord_1","ChargeID":"ch_1","Amount":1299,"Currency":"USD","Key":""}`), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.OrderID != "ord_1" || in.ChargeID != "ch_1" || in.Amount != 1299 || in.WorkflowID != "order:acme:k" {
+		t.Errorf("refund input from an earlier worker = %+v", in)
 	}
 }

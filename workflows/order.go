@@ -234,13 +234,15 @@ func (r *run) process(ctx workflow.Context) error {
 	return nil
 }
 
+// step is the order's payment with key.
+func (r *run) step(key string) activities.Step {
+	o := r.in.Order
+	return activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: key}
+}
+
 // chargeInput asks for the order's charge with key.
 func (r *run) chargeInput(key string) activities.ChargeInput {
-	o := r.in.Order
-	return activities.ChargeInput{
-		WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount,
-		Currency: o.Currency, PaymentMethod: o.PaymentMethod, Key: key,
-	}
+	return activities.ChargeInput{Step: r.step(key), PaymentMethod: r.in.Order.PaymentMethod}
 }
 
 // charge charges the order with the key of generation 0 and settles every unknown
@@ -368,11 +370,7 @@ func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason 
 
 // refundInput asks for the refund of the order's charge in full with key.
 func (r *run) refundInput(key string) activities.RefundInput {
-	o := r.in.Order
-	return activities.RefundInput{
-		WorkflowID: o.WorkflowID, OrderID: o.ID, ChargeID: r.res.ChargeID,
-		Amount: o.Amount, Currency: o.Currency, Key: key,
-	}
+	return activities.RefundInput{Step: r.step(key), ChargeID: r.res.ChargeID}
 }
 
 // refund refunds the order's charge in full. An unknown outcome is looked up like

@@ -59,15 +59,15 @@ func stepsBeforeLocalStore(ctx workflow.Context, s steps) steps {
 func (r *run) chargeBeforePayments(ctx workflow.Context) (bool, error) {
 	r.res.Status = order.StatusPaymentPending
 	var ch activities.ChargeResult
-	err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput("")).Get(ctx, &ch)
-	switch errorType(err) {
-	case "":
-		r.res.ChargeID = ch.ChargeID
-		return true, nil
-	case activities.ErrCardDeclined:
-		return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+	if err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput("")).Get(ctx, &ch); err != nil {
+		to, event, reason := order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err)
+		if errorType(err) == activities.ErrCardDeclined {
+			to, event, reason = order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined"
+		}
+		return false, r.end(ctx, to, event, reason)
 	}
-	return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err))
+	r.res.ChargeID = ch.ChargeID
+	return true, nil
 }
 
 // refundBeforePayments is the refund of runs started before changePayments: one
