@@ -1,44 +1,71 @@
-// Package provider is a client of a Stripe-like payment provider: charges and refunds
-// with form-encoded bodies, amounts in minor units and an Idempotency-Key header.
+// Package provider is orderflow's client of the payment provider, Stripe, through
+// its official library stripe-go: PaymentIntents and their refunds, and the Charges
+// API only for runs started before PaymentIntents. Every write carries the
+// caller's idempotency key; the library's own network retries are off, because
+// retries belong to the workflow, which keeps the key across them.
 package provider
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stripe/stripe-go/v82"
 )
 
-// Charge is the provider's record of a charge.
-type Charge struct {
-	ID       string `json:"id"`
-	Amount   int64  `json:"amount"`
-	Currency string `json:"currency"`
-	Status   string `json:"status"`
+// APIVersion is the Stripe API version every request is pinned to (stripe-go sends
+// its own as Stripe-Version; the library's version pins it).
+const APIVersion = stripe.APIVersion
+
+// DefaultTimeout is how long one request may take: Stripe's own libraries wait 80 s.
+const DefaultTimeout = 80 * time.Second
+
+// Intent is a PaymentIntent as orderflow reads it.
+type Intent struct {
+	ID     string
+	Status string // requires_confirmation, processing, succeeded, requires_payment_method, requires_action, canceled...
+	Amount int64
+	// Received is what the intent has collected; Charge the ID of its latest charge.
+	Received int64
+	Charge   string
+	Metadata map[string]string
+	// Declined is the decline code of its last failed attempt ("" for none).
+	Declined string
 }
 
 // Refund is the provider's record of a refund.
 type Refund struct {
-	ID     string `json:"id"`
-	Charge string `json:"charge"`
-	Amount int64  `json:"amount"`
-	Status string `json:"status"`
+	ID       string
+	Charge   string
+	Intent   string
+	Amount   int64
+	Status   string
+	Metadata map[string]string
+}
+
+// Charge is the provider's record of a charge (the Charges API).
+type Charge struct {
+	ID       string
+	Amount   int64
+	Currency string
+	Status   string
 }
 
 // Error is an error answer from the provider.
 type Error struct {
 	StatusCode int
-	Type       string `json:"type"`
-	Code       string `json:"code"`
-	Message    string `json:"message"`
+	Type       string
+	Code       string
+	Message    string
 	// Replayed: the provider answered with the saved response of the key's first
 	// request (Idempotent-Replayed: true); the same key will always get it.
-	Replayed bool `json:"-"`
+	Replayed bool
+	// Intent is the PaymentIntent the error is about, when the provider says (a
+	// declined confirm carries it).
+	Intent *Intent
 }
 
 func (e *Error) Error() string {
@@ -54,118 +81,218 @@ func (e *Error) Unauthorized() bool {
 	return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden
 }
 
+// InUse reports a request with the key still running at the provider: its answer
+// is not known yet, and the same key will get it.
+func (e *Error) InUse() bool { return e.StatusCode == http.StatusConflict }
+
+// UnexpectedState reports a request the intent's state refuses, such as a confirm
+// of an intent that already succeeded: the intent itself says what happened.
+func (e *Error) UnexpectedState() bool { return e.Code == "payment_intent_unexpected_state" }
+
 // Retryable reports answers that a retry with the same key may turn into success:
 // a concurrent request with the key (409), rate limiting and server errors that are
 // not a saved answer being replayed.
 func (e *Error) Retryable() bool {
-	return e.StatusCode == http.StatusConflict || e.StatusCode == http.StatusTooManyRequests ||
-		(e.StatusCode >= 500 && !e.Replayed)
+	return e.InUse() || e.StatusCode == http.StatusTooManyRequests || (e.StatusCode >= 500 && !e.Replayed)
 }
 
 // Unknown reports a saved server error: the provider began the request and will
-// replay its 5xx to every retry of the key, so whether it charged can only be found
-// by looking the charge up.
+// replay its 5xx to every retry of the key, so what it did can only be found by
+// reading the object it acted on.
 func (e *Error) Unknown() bool { return e.StatusCode >= 500 && e.Replayed }
 
 // Client calls the provider. Network errors and timeouts come back as plain errors.
 type Client struct {
-	base   string
-	apiKey string
-	hc     *http.Client
+	sc *stripe.Client
 }
 
-// New returns a client of the provider at baseURL; timeout bounds each request.
-// transport may be nil (http.DefaultTransport); the worker passes a traced one.
+// New returns a client of the provider at baseURL (Stripe's is
+// https://api.stripe.com); timeout bounds each request. transport may be nil
+// (http.DefaultTransport); the worker passes a traced one.
 func New(baseURL, apiKey string, timeout time.Duration, transport http.RoundTripper) *Client {
-	return &Client{
-		base:   strings.TrimRight(baseURL, "/"),
-		apiKey: apiKey,
-		hc:     &http.Client{Timeout: timeout, Transport: transport},
+	cfg := &stripe.BackendConfig{
+		URL:               stripe.String(strings.TrimRight(baseURL, "/")),
+		HTTPClient:        &http.Client{Timeout: timeout, Transport: transport},
+		MaxNetworkRetries: stripe.Int64(0),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+		EnableTelemetry:   stripe.Bool(false),
 	}
+	backend := stripe.GetBackendWithConfig(stripe.APIBackend, cfg)
+	return &Client{sc: stripe.NewClient(apiKey, stripe.WithBackends(&stripe.Backends{
+		API: backend, Connect: backend, Uploads: backend, MeterEvents: backend,
+	}))}
 }
 
-// Charge charges amount (minor units) to the payment method token.
+// CreateIntent creates the order's PaymentIntent for a card payment method,
+// unconfirmed: it moves no money until ConfirmIntent.
+func (c *Client) CreateIntent(ctx context.Context, key string, amount int64, currency, paymentMethod string, metadata map[string]string) (Intent, error) {
+	p := &stripe.PaymentIntentCreateParams{
+		Amount: stripe.Int64(amount), Currency: stripe.String(strings.ToLower(currency)),
+		PaymentMethod: stripe.String(paymentMethod), PaymentMethodTypes: []*string{stripe.String("card")},
+		Metadata: metadata,
+	}
+	p.SetIdempotencyKey(key)
+	pi, err := c.sc.V1PaymentIntents.Create(ctx, p)
+	return intentOf(pi), asError(err)
+}
+
+// ConfirmIntent confirms the intent: the one request that charges the card. An
+// intent succeeds at most once, whatever key confirms it.
+func (c *Client) ConfirmIntent(ctx context.Context, key, intentID string) (Intent, error) {
+	p := &stripe.PaymentIntentConfirmParams{}
+	p.SetIdempotencyKey(key)
+	pi, err := c.sc.V1PaymentIntents.Confirm(ctx, intentID, p)
+	return intentOf(pi), asError(err)
+}
+
+// RetrieveIntent reads the intent by ID: strongly consistent, unlike search.
+func (c *Client) RetrieveIntent(ctx context.Context, intentID string) (Intent, error) {
+	pi, err := c.sc.V1PaymentIntents.Retrieve(ctx, intentID, nil)
+	return intentOf(pi), asError(err)
+}
+
+// CancelIntent cancels an intent that has not succeeded (an orphan of a lost
+// creation answer).
+func (c *Client) CancelIntent(ctx context.Context, key, intentID string) (Intent, error) {
+	p := &stripe.PaymentIntentCancelParams{CancellationReason: stripe.String("abandoned")}
+	p.SetIdempotencyKey(key)
+	pi, err := c.sc.V1PaymentIntents.Cancel(ctx, intentID, p)
+	return intentOf(pi), asError(err)
+}
+
+// SearchIntents returns the intents whose metadata order_id is orderID, by the
+// provider's search, which is eventually consistent: used to sweep orphans, never
+// to decide an outcome.
+func (c *Client) SearchIntents(ctx context.Context, orderID string) ([]Intent, error) {
+	p := &stripe.PaymentIntentSearchParams{SearchParams: stripe.SearchParams{Query: "metadata['order_id']:'" + orderID + "'"}}
+	var out []Intent
+	for pi, err := range c.sc.V1PaymentIntents.Search(ctx, p) {
+		if err != nil {
+			return nil, asError(err)
+		}
+		out = append(out, intentOf(pi))
+	}
+	return out, nil
+}
+
+// RefundIntent refunds amount of the intent's charge; metadata lets a lookup tell
+// this refund from anyone else's.
+func (c *Client) RefundIntent(ctx context.Context, key, intentID string, amount int64, metadata map[string]string) (Refund, error) {
+	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(intentID), Amount: stripe.Int64(amount), Metadata: metadata}
+	p.SetIdempotencyKey(key)
+	re, err := c.sc.V1Refunds.Create(ctx, p)
+	return refundOf(re), asError(err)
+}
+
+// IntentRefunds lists the refunds of an intent, anyone's.
+func (c *Client) IntentRefunds(ctx context.Context, intentID string) ([]Refund, error) {
+	return c.refunds(ctx, &stripe.RefundListParams{PaymentIntent: stripe.String(intentID)})
+}
+
+// Charge charges amount (minor units) to the payment method token through the
+// Charges API: only runs started before PaymentIntents do.
 func (c *Client) Charge(ctx context.Context, key string, amount int64, currency, paymentMethod, orderID string) (Charge, error) {
-	form := url.Values{
-		"amount":             {strconv.FormatInt(amount, 10)},
-		"currency":           {strings.ToLower(currency)},
-		"source":             {paymentMethod},
-		"metadata[order_id]": {orderID},
+	p := &stripe.ChargeCreateParams{
+		Amount: stripe.Int64(amount), Currency: stripe.String(strings.ToLower(currency)),
+		Source:   &stripe.PaymentSourceSourceParams{Token: stripe.String(paymentMethod)},
+		Metadata: map[string]string{"order_id": orderID},
 	}
-	var ch Charge
-	err := c.post(ctx, "/v1/charges", key, form, &ch)
-	return ch, err
+	p.SetIdempotencyKey(key)
+	ch, err := c.sc.V1Charges.Create(ctx, p)
+	return chargeOf(ch), asError(err)
 }
 
-// Refund refunds amount (minor units) of a charge.
+// Refund refunds amount (minor units) of a charge (the Charges API).
 func (c *Client) Refund(ctx context.Context, key, chargeID string, amount int64) (Refund, error) {
-	form := url.Values{"charge": {chargeID}, "amount": {strconv.FormatInt(amount, 10)}}
-	var re Refund
-	err := c.post(ctx, "/v1/refunds", key, form, &re)
-	return re, err
+	p := &stripe.RefundCreateParams{Charge: stripe.String(chargeID), Amount: stripe.Int64(amount)}
+	p.SetIdempotencyKey(key)
+	re, err := c.sc.V1Refunds.Create(ctx, p)
+	return refundOf(re), asError(err)
 }
 
 // SearchCharges returns the charges whose metadata order_id is orderID, by the
-// provider's search, which is eventually consistent: a charge made a moment ago may
-// not be found yet.
+// provider's eventually consistent search (the Charges API's lookup).
 func (c *Client) SearchCharges(ctx context.Context, orderID string) ([]Charge, error) {
-	var page struct{ Data []Charge }
-	q := url.Values{"query": {"metadata['order_id']:'" + orderID + "'"}}
-	err := c.do(ctx, http.MethodGet, "/v1/charges/search?"+q.Encode(), "", nil, &page)
-	return page.Data, err
+	p := &stripe.ChargeSearchParams{SearchParams: stripe.SearchParams{Query: "metadata['order_id']:'" + orderID + "'"}}
+	var out []Charge
+	for ch, err := range c.sc.V1Charges.Search(ctx, p) {
+		if err != nil {
+			return nil, asError(err)
+		}
+		out = append(out, chargeOf(ch))
+	}
+	return out, nil
 }
 
 // ListRefunds returns the refunds of a charge.
 func (c *Client) ListRefunds(ctx context.Context, chargeID string) ([]Refund, error) {
-	var page struct{ Data []Refund }
-	err := c.do(ctx, http.MethodGet, "/v1/refunds?"+url.Values{"charge": {chargeID}}.Encode(), "", nil, &page)
-	return page.Data, err
+	return c.refunds(ctx, &stripe.RefundListParams{Charge: stripe.String(chargeID)})
 }
 
-func (c *Client) post(ctx context.Context, path, key string, form url.Values, out any) error {
-	return c.do(ctx, http.MethodPost, path, key, form, out)
+func (c *Client) refunds(ctx context.Context, p *stripe.RefundListParams) ([]Refund, error) {
+	var out []Refund
+	for re, err := range c.sc.V1Refunds.List(ctx, p) {
+		if err != nil {
+			return nil, asError(err)
+		}
+		out = append(out, refundOf(re))
+	}
+	return out, nil
 }
 
-func (c *Client) do(ctx context.Context, method, path, key string, form url.Values, out any) error {
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+func intentOf(pi *stripe.PaymentIntent) Intent {
+	if pi == nil {
+		return Intent{}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+	in := Intent{ID: pi.ID, Status: string(pi.Status), Amount: pi.Amount, Received: pi.AmountReceived, Metadata: pi.Metadata}
+	if pi.LatestCharge != nil {
+		in.Charge = pi.LatestCharge.ID
 	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: read response: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		perr := &Error{StatusCode: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
-		var envelope struct {
-			Error *Error `json:"error"`
+	if pi.LastPaymentError != nil {
+		in.Declined = string(pi.LastPaymentError.Code)
+		if pi.LastPaymentError.DeclineCode != "" {
+			in.Declined = string(pi.LastPaymentError.DeclineCode)
 		}
-		envelope.Error = perr
-		if json.Unmarshal(raw, &envelope) != nil || perr.Message == "" {
-			perr.Message = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
-		}
-		return perr
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	return in
+}
+
+func refundOf(re *stripe.Refund) Refund {
+	if re == nil {
+		return Refund{}
 	}
-	return nil
+	out := Refund{ID: re.ID, Amount: re.Amount, Status: string(re.Status), Metadata: re.Metadata}
+	if re.Charge != nil {
+		out.Charge = re.Charge.ID
+	}
+	if re.PaymentIntent != nil {
+		out.Intent = re.PaymentIntent.ID
+	}
+	return out
+}
+
+func chargeOf(ch *stripe.Charge) Charge {
+	if ch == nil {
+		return Charge{}
+	}
+	return Charge{ID: ch.ID, Amount: ch.Amount, Currency: string(ch.Currency), Status: string(ch.Status)}
+}
+
+// asError turns the library's error answers into *Error, without the request's
+// objects (a payment method is no business of a log line); anything else (network,
+// timeout, a body that is not Stripe's) is returned as it is.
+func asError(err error) error {
+	var se *stripe.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	e := &Error{StatusCode: se.HTTPStatusCode, Type: string(se.Type), Code: string(se.Code), Message: se.Msg}
+	if se.LastResponse != nil {
+		e.Replayed = se.LastResponse.Header.Get("Idempotent-Replayed") == "true"
+	}
+	if se.PaymentIntent != nil {
+		in := intentOf(se.PaymentIntent)
+		e.Intent = &in
+	}
+	return e
 }

@@ -1,23 +1,24 @@
-// Package sandbox is a payment provider SANDBOX for development and tests: a Stripe-like
-// HTTP API that is at least as strict as Stripe API v1 about idempotency. The first
-// request with a key whose execution began has its status and body saved, 5xx
-// included, and every later request with the key gets that saved answer (Stripe's
-// "Idempotent requests"); keys are pruned after KeyTTL (Stripe: 24 hours) and may
-// be at most 255 characters. Charges are searchable by metadata['order_id'] only
-// after SearchDelay, like Stripe's eventually consistent search. It declines by card
-// token and injects the faults that make outcomes unknown (see Faults). It keeps its
-// ledger in memory and lists it, so a test can count charges per key and per order.
+// Package sandbox is a payment provider SANDBOX for development and tests: a
+// simulation of Stripe's API v1 (PaymentIntents, refunds, and the Charges API that
+// runs started before PaymentIntents still use) that is at least as strict as
+// Stripe documents it about idempotency. The first request with a key whose
+// execution began has its status and body saved, 5xx included, and every later
+// request with the key gets that saved answer (Stripe's "Idempotent requests"); a
+// request with the key while the first runs gets 409, another body 400; keys are
+// pruned after KeyTTL (Stripe: 24 hours) and may be at most 255 characters. A
+// PaymentIntent succeeds at most once and reads back consistently by ID; search
+// finds objects only after SearchDelay, like Stripe's eventually consistent
+// search. It declines by card token and injects the faults that make outcomes
+// unknown (see Faults). It keeps its ledger in memory and lists it, so a test can
+// count charges per key and per order.
 package sandbox
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -36,18 +37,24 @@ func declined(token string) bool {
 // Faults are injected into the next requests. Counters go down by one per request
 // they affect.
 type Faults struct {
-	// LatencyMS delays charges and refunds, after the key is claimed.
+	// Only limits the faults to one operation: "create" (an intent), "confirm",
+	// "cancel", "refund" or "charge" (the Charges API). Empty: latency and
+	// FailBefore apply to every write, FailAfter and DropAfter to the writes that
+	// move money (confirm and charge).
+	Only string `json:"only,omitempty"`
+	// LatencyMS delays writes, after the key is claimed; a confirm holds its
+	// intent in "processing" meanwhile.
 	LatencyMS int `json:"latency_ms"`
 	// Slow limits LatencyMS to the next N requests; 0 delays every request.
 	Slow int `json:"slow"`
-	// FailBefore answers the next N charge/refund requests 500 without charging; the
-	// endpoint had begun, so the 500 is saved and replayed to every retry of the key.
+	// FailBefore answers the next N writes 500 without acting; the endpoint had
+	// begun, so the 500 is saved and replayed to every retry of the key.
 	FailBefore int `json:"fail_before"`
-	// FailAfter makes the next N charges, then answers 500, and saves the 500: every
-	// retry of the key gets it, although the card was charged.
+	// FailAfter acts on the next N writes, then answers 500, and saves the 500:
+	// every retry of the key gets it, although the card was charged.
 	FailAfter int `json:"fail_after"`
-	// DropAfter makes the next N charges, saves the success, and drops the connection
-	// unanswered.
+	// DropAfter acts on the next N writes, saves the success, and drops the
+	// connection unanswered.
 	DropAfter int `json:"drop_after"`
 	// Unavailable answers the next N requests 503 before the endpoint runs (a proxy
 	// in front of it): nothing is saved, and a retry with the key runs anew.
@@ -62,36 +69,8 @@ type Options struct {
 	Faults Faults
 	// KeyTTL is how long a key's saved answer is kept; 0 means 24 hours.
 	KeyTTL time.Duration
-	// SearchDelay is how long a new charge stays invisible to search.
+	// SearchDelay is how long a new charge or intent stays invisible to search.
 	SearchDelay time.Duration
-}
-
-// Charge is the sandbox's charge object; IdempotencyKey is a sandbox extension that
-// lets tests count charges per key.
-type Charge struct {
-	ID             string            `json:"id"`
-	Object         string            `json:"object"`
-	Amount         int64             `json:"amount"`
-	AmountRefunded int64             `json:"amount_refunded"`
-	Currency       string            `json:"currency"`
-	Status         string            `json:"status"`
-	Paid           bool              `json:"paid"`
-	Refunded       bool              `json:"refunded"`
-	Created        int64             `json:"created"`
-	Metadata       map[string]string `json:"metadata"`
-	IdempotencyKey string            `json:"idempotency_key,omitempty"`
-	createdMS      int64
-}
-
-// Refund is the sandbox's refund object.
-type Refund struct {
-	ID             string `json:"id"`
-	Object         string `json:"object"`
-	Charge         string `json:"charge"`
-	Amount         int64  `json:"amount"`
-	Status         string `json:"status"`
-	Created        int64  `json:"created"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // stored is the saved result of the first request with an idempotency key.
@@ -111,6 +90,7 @@ type Server struct {
 	keys         map[string]*stored
 	charges      []*Charge
 	refunds      []*Refund
+	intents      []*Intent
 	faults       Faults
 	unauthorized time.Time // 401 until then
 	// requests counts POSTs per idempotency key, answered or not.
@@ -130,11 +110,16 @@ func New(logger *slog.Logger, o Options) *Server {
 // Handler returns the sandbox's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/charges", s.createCharge)
+	mux.HandleFunc("POST /v1/payment_intents", s.createIntent)
+	mux.HandleFunc("GET /v1/payment_intents/search", s.searchIntents)
+	mux.HandleFunc("GET /v1/payment_intents/{id}", s.retrieveIntent)
+	mux.HandleFunc("POST /v1/payment_intents/{id}/confirm", s.confirmIntent)
+	mux.HandleFunc("POST /v1/payment_intents/{id}/cancel", s.cancelIntent)
 	mux.HandleFunc("POST /v1/refunds", s.createRefund)
+	mux.HandleFunc("GET /v1/refunds", s.listRefunds)
+	mux.HandleFunc("POST /v1/charges", s.createCharge)
 	mux.HandleFunc("GET /v1/charges", s.listCharges)
 	mux.HandleFunc("GET /v1/charges/search", s.searchCharges)
-	mux.HandleFunc("GET /v1/refunds", s.listRefunds)
 	mux.HandleFunc("GET /sandbox/faults", s.getFaults)
 	mux.HandleFunc("PUT /sandbox/faults", s.putFaults)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -245,10 +230,16 @@ func (s *Server) gate(w http.ResponseWriter) bool {
 	return true
 }
 
-// takeFaults consumes the faults that apply to one request.
-func (s *Server) takeFaults(isCharge bool) (latency time.Duration, before bool, after failure) {
+// movesMoney reports the operations that charge a card.
+func movesMoney(op string) bool { return op == "confirm" || op == "charge" }
+
+// takeFaults consumes the faults that apply to one request of op.
+func (s *Server) takeFaults(op string) (latency time.Duration, before bool, after failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.faults.Only != "" && s.faults.Only != op {
+		return 0, false, noFault
+	}
 	latency = time.Duration(s.faults.LatencyMS) * time.Millisecond
 	if s.faults.Slow > 0 {
 		if s.faults.Slow--; s.faults.Slow == 0 {
@@ -259,21 +250,23 @@ func (s *Server) takeFaults(isCharge bool) (latency time.Duration, before bool, 
 		s.faults.FailBefore--
 		return latency, true, noFault
 	}
-	if isCharge && s.faults.FailAfter > 0 {
+	acts := s.faults.Only == op || movesMoney(op)
+	if acts && s.faults.FailAfter > 0 {
 		s.faults.FailAfter--
 		return latency, false, failResponse
 	}
-	if isCharge && s.faults.DropAfter > 0 {
+	if acts && s.faults.DropAfter > 0 {
 		s.faults.DropAfter--
 		return latency, false, dropConnection
 	}
 	return latency, false, noFault
 }
 
-// idempotent runs op at most once per Idempotency-Key and replays its saved answer,
+// idempotent runs do at most once per Idempotency-Key and replays its saved answer,
 // whatever it was, until the key is pruned. Same key with other parameters: 400;
-// same key while the first is running: 409.
-func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params string, isCharge bool, op func(key string) (int, any)) {
+// same key while the first is running: 409. do calls wait where the injected
+// latency belongs (a confirm, once its intent shows "processing").
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params, op string, do func(key string, wait func()) (int, any)) {
 	if !s.gate(w) {
 		return
 	}
@@ -314,7 +307,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 		s.mu.Unlock()
 	}
 
-	latency, failBefore, after := s.takeFaults(isCharge)
+	latency, failBefore, after := s.takeFaults(op)
 	if failBefore {
 		s.save(rec, http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure before processing"))
 		writeError(w, http.StatusInternalServerError, "api_error", "sandbox_fault", "injected failure before processing")
@@ -322,9 +315,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params strin
 	}
 	// The provider keeps working when the client gives up: that is what makes a
 	// timeout ambiguous.
-	time.Sleep(latency)
-
-	status, v := op(key)
+	status, v := do(key, func() { time.Sleep(latency) })
 	if after == failResponse {
 		// Stripe saves what it answered, a 500 included.
 		status, v = http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure after processing")
@@ -366,126 +357,6 @@ func (s *Server) save(rec *stored, status int, v any) []byte {
 	return body
 }
 
-func (s *Server) createCharge(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "malformed form body")
-		return
-	}
-	amount, err := strconv.ParseInt(r.PostForm.Get("amount"), 10, 64)
-	if err != nil || amount <= 0 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid_integer", "amount must be a positive integer in minor units")
-		return
-	}
-	currency := strings.ToLower(r.PostForm.Get("currency"))
-	if len(currency) != 3 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "currency must be a 3-letter ISO code")
-		return
-	}
-	source := r.PostForm.Get("source")
-	if source == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_missing", "source is required")
-		return
-	}
-	orderID := r.PostForm.Get("metadata[order_id]")
-	params := fmt.Sprintf("amount=%d&currency=%s&source=%s&order=%s", amount, currency, source, orderID)
-	s.idempotent(w, r, params, true, func(key string) (int, any) {
-		if declined(source) {
-			return http.StatusPaymentRequired, errorBody("card_error", "card_declined", "Your card was declined.")
-		}
-		c := &Charge{
-			ID: newID("ch"), Object: "charge", Amount: amount, Currency: currency,
-			Status: "succeeded", Paid: true, Created: time.Now().Unix(), createdMS: time.Now().UnixMilli(),
-			Metadata: map[string]string{"order_id": orderID}, IdempotencyKey: key,
-		}
-		s.mu.Lock()
-		s.charges = append(s.charges, c)
-		cp := *c
-		s.mu.Unlock()
-		s.logger.Info("sandbox charge", "charge", c.ID, "amount", amount, "currency", currency, "order_id", orderID)
-		return http.StatusOK, cp
-	})
-}
-
-func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "malformed form body")
-		return
-	}
-	chargeID := r.PostForm.Get("charge")
-	amount, err := strconv.ParseInt(r.PostForm.Get("amount"), 10, 64)
-	if r.PostForm.Get("amount") != "" && (err != nil || amount <= 0) {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid_integer", "amount must be a positive integer")
-		return
-	}
-	params := fmt.Sprintf("charge=%s&amount=%d", chargeID, amount)
-	s.idempotent(w, r, params, false, func(key string) (int, any) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		var c *Charge
-		for _, x := range s.charges {
-			if x.ID == chargeID {
-				c = x
-			}
-		}
-		if c == nil {
-			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", "No such charge: "+chargeID)
-		}
-		if amount == 0 {
-			amount = c.Amount - c.AmountRefunded
-		}
-		if amount > c.Amount-c.AmountRefunded {
-			return http.StatusBadRequest, errorBody("invalid_request_error", "amount_too_large", "refund exceeds the charge's unrefunded amount")
-		}
-		c.AmountRefunded += amount
-		c.Refunded = c.AmountRefunded == c.Amount
-		re := &Refund{ID: newID("re"), Object: "refund", Charge: c.ID, Amount: amount, Status: "succeeded", Created: time.Now().Unix(), IdempotencyKey: key}
-		s.refunds = append(s.refunds, re)
-		return http.StatusOK, *re
-	})
-}
-
-func (s *Server) listCharges(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": nonNil(s.Charges(r.URL.Query().Get("idempotency_key"))), "has_more": false})
-}
-
-// searchCharges answers GET /v1/charges/search?query=metadata['order_id']:'ID' with
-// the charges created at least SearchDelay ago, like Stripe's search.
-func (s *Server) searchCharges(w http.ResponseWriter, r *http.Request) {
-	if !s.gate(w) {
-		return
-	}
-	q := r.URL.Query().Get("query")
-	orderID, ok := strings.CutPrefix(q, "metadata['order_id']:'")
-	if orderID, ok = strings.CutSuffix(orderID, "'"); !ok || orderID == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "the sandbox searches by metadata['order_id']:'ID' only")
-		return
-	}
-	visible := time.Now().Add(-s.opts.SearchDelay)
-	out := []Charge{}
-	for _, c := range s.ChargesForOrder(orderID) {
-		if !time.UnixMilli(c.createdMS).After(visible) {
-			out = append(out, c)
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "search_result", "data": out, "has_more": false})
-}
-
-func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
-	if !s.gate(w) {
-		return
-	}
-	key, charge := r.URL.Query().Get("idempotency_key"), r.URL.Query().Get("charge")
-	s.mu.Lock()
-	out := []Refund{}
-	for _, re := range s.refunds {
-		if (key == "" || re.IdempotencyKey == key) && (charge == "" || re.Charge == charge) {
-			out = append(out, *re)
-		}
-	}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "has_more": false})
-}
-
 func (s *Server) getFaults(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	f := s.faults
@@ -505,11 +376,12 @@ func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, f)
 }
 
-func nonNil(c []Charge) []Charge {
-	if c == nil {
-		return []Charge{}
+// nonNil makes an empty list encode as [], as Stripe's do.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
 	}
-	return c
+	return v
 }
 
 func newID(prefix string) string {
@@ -519,7 +391,7 @@ func newID(prefix string) string {
 }
 
 func errorBody(typ, code, msg string) map[string]any {
-	return map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}}
+	return map[string]any{"error": map[string]any{"type": typ, "code": code, "message": msg}}
 }
 
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
