@@ -31,6 +31,10 @@ const (
 	// ErrProviderUnauthorized: the provider refused our credentials; nothing ran,
 	// and the same key is safe to send again once they are fixed.
 	ErrProviderUnauthorized = "ProviderUnauthorized"
+	// ErrPaymentInFlight: the provider is still running the first request with the
+	// key (409); its answer is not known yet, never unknown: wait, then send the
+	// same key again (or read the intent).
+	ErrPaymentInFlight = "PaymentInFlight"
 )
 
 // Provider is the payment provider as the activities see it.
@@ -203,14 +207,19 @@ func (a *Payments) call(ctx context.Context, s Step, kind ledger.Kind, of string
 			return asActivityError(orderstore.New(tx).Move(ctx, p.OrderID, order.StatusPaymentPending, "", ""))
 		}
 	}
-	status, providerID, err := a.ledger.Open(ctx, p, pending)
-	if err != nil || (status == ledger.Succeeded && providerID != "") {
-		return p.Key, providerID, err // a success is the ledger of record's already
+	e, err := a.ledger.Open(ctx, p, pending)
+	if err != nil || (e.Status == ledger.Succeeded && e.ProviderID != "") {
+		return p.Key, e.ProviderID, err // a success is the ledger of record's already
 	}
 	stop := heartbeat(ctx)
 	providerID, err = a.send(ctx, p, of)
 	stop()
 	if err != nil {
+		if s.Key == "" && classify(err).errType == ErrPaymentInFlight {
+			// Runs started before derived keys end FAILED on any typed error:
+			// Temporal retries their in-use key within the charge's hour instead.
+			return p.Key, "", fmt.Errorf("payment %s: %w", p.Key, err)
+		}
 		return p.Key, "", a.failed(ctx, p.Key, err)
 	}
 	return p.Key, providerID, a.ledger.Settle(ctx, p.Key, ledger.Succeeded, providerID)
@@ -233,12 +242,15 @@ type verdict struct {
 }
 
 // classify reads a provider error: final answers and saved 5xx are non-retryable
-// (typed) and recorded; refused credentials are non-retryable here, recorded
-// nowhere, and retried by the workflow with the same key; anything else (a fresh
-// 5xx, 409, 429, timeouts, network) is left for Temporal to retry.
+// (typed) and recorded; refused credentials and a key still in use (409: the first
+// request runs on) are non-retryable here, recorded nowhere, and waited out by the
+// workflow with the same key; anything else (a fresh 5xx, 429, timeouts, network)
+// is left for Temporal to retry.
 func classify(err error) verdict {
 	var perr *provider.Error
 	switch {
+	case errors.As(err, &perr) && perr.InUse():
+		return verdict{errType: ErrPaymentInFlight}
 	case !errors.As(err, &perr) || perr.Retryable():
 		return verdict{}
 	case perr.Unauthorized():

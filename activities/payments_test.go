@@ -23,7 +23,8 @@ func TestClassifyProviderErrors(t *testing.T) {
 	}{
 		{"network error", errors.New("dial tcp: connection refused"), verdict{}},
 		{"timeout", context.DeadlineExceeded, verdict{}},
-		{"key in use", perr(http.StatusConflict, false), verdict{}},
+		{"key in use", perr(http.StatusConflict, false), verdict{errType: ErrPaymentInFlight}},
+		{"key in use, wrapped", fmt.Errorf("x: %w", perr(http.StatusConflict, false)), verdict{errType: ErrPaymentInFlight}},
 		{"rate limited", perr(http.StatusTooManyRequests, false), verdict{}},
 		{"fresh 500", perr(http.StatusInternalServerError, false), verdict{}},
 		{"fresh 503", perr(http.StatusServiceUnavailable, false), verdict{}},

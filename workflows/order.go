@@ -42,9 +42,11 @@ type Policy struct {
 // to be current ("under a minute").
 const DefaultLookupDelay = time.Minute
 
-// credentialsRetry is the pause before sending a payment the provider refused for
-// credentials again (a rotated secret): nothing ran, the same key is safe.
-const credentialsRetry = 5 * time.Second
+// sameKeyRetry is the pause before sending a payment again with the same key: the
+// provider refused our credentials (a rotated secret: nothing ran), or the key is
+// still in use (409: the first request runs on, and the key will answer with its
+// outcome).
+const sameKeyRetry = 5 * time.Second
 
 // The versioned changes of OrderWorkflow, in the order they landed; steps asks each
 // once per run. A run started before one takes the path in order_legacy.go.
@@ -264,11 +266,11 @@ func (r *run) charge(ctx workflow.Context) (bool, error) {
 			return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
 		case activities.ErrPaymentRejected:
 			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
-		case activities.ErrProviderUnauthorized:
-			if err := workflow.Sleep(ctx, credentialsRetry); err != nil {
+		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
 				return false, err
 			}
-			continue // nothing ran: the same key
+			continue
 		}
 		found, err := r.lookupPayment(ctx, "", key)
 		if err != nil {
@@ -384,8 +386,8 @@ func (r *run) refund(ctx workflow.Context) (string, error) {
 		switch kind {
 		case "":
 			return re.RefundID, nil
-		case activities.ErrProviderUnauthorized:
-			if err := workflow.Sleep(ctx, credentialsRetry); err != nil {
+		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
 				return "", err
 			}
 			continue

@@ -409,6 +409,22 @@ func TestUnknownOutcomeNotFoundChargesWithTheNextKey(t *testing.T) {
 	}
 }
 
+// A key still in use at the provider (409: the first request with it runs on, as a
+// provider slower than the client's timeout does) is never an unknown outcome: the
+// same key is sent again after a pause, until the first request's answer comes
+// back, and no lookup or second generation can charge again.
+func TestKeyInUseWaitsForTheFirstRequest(t *testing.T) {
+	e := newEnv(t)
+	inUse := temporal.NewNonRetryableApplicationError("409 idempotency_key_in_use", activities.ErrPaymentInFlight, nil)
+	e.onCharge(inUse, inUse, inUse, inUse, inUse, nil)
+	asked := e.onLookup(false)
+	e.execute(placeOrder())
+	k0 := order.PaymentKey(testWorkflowID, "charge", 0)
+	if res := e.result(t); res.Status != order.StatusPaid || len(*asked) != 0 || !equal(e.f.chargeKeys, []string{k0, k0, k0, k0, k0, k0}) {
+		t.Fatalf("after 409s: %+v, keys %v, %d lookups; want PAID with the first key only, no lookup", res, e.f.chargeKeys, len(*asked))
+	}
+}
+
 // Refused credentials: nothing ran at the provider, so the same key is sent again
 // after a pause, without a lookup; a definite refusal fails the order at once.
 func TestCredentialsAreRetriedAndRefusalsAreFinal(t *testing.T) {

@@ -16,6 +16,7 @@ type Status string
 
 const (
 	Pending   Status = "pending"   // recorded; the provider was (perhaps) asked
+	Created   Status = "created"   // an intent the provider made: its ID is recorded
 	Succeeded Status = "succeeded" // final: the provider did it
 	Declined  Status = "declined"  // the card's issuer said no
 	Rejected  Status = "rejected"  // the provider refused the request for good
@@ -27,8 +28,9 @@ const (
 type Kind string
 
 const (
-	Charge Kind = "charge"
+	Charge Kind = "charge" // a charge, or the confirmation of the order's intent
 	Refund Kind = "refund"
+	Intent Kind = "intent" // the creation of the order's PaymentIntent: moves no money
 )
 
 // Payment is one provider call of an order, keyed by its idempotency key.
@@ -38,6 +40,14 @@ type Payment struct {
 	OrderID  string
 	Amount   int64
 	Currency string
+	IntentID string // the PaymentIntent a confirm or refund acts on ("" for the Charges API)
+}
+
+// Entry is a key's row as the ledger holds it.
+type Entry struct {
+	Status     Status
+	ProviderID string // the charge, refund or intent the provider made
+	Amount     int64  // as first recorded: a retry sends the same request
 }
 
 // Store is the payments table.
@@ -48,30 +58,43 @@ type Store struct {
 // New returns the ledger on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-// Open records p as pending unless its key is known, and returns the key's status
-// and provider ID. with, when not nil, runs in the same transaction unless the key
-// already succeeded: what must hold before the provider is asked is written
-// together with the row.
-func (s *Store) Open(ctx context.Context, p Payment, with func(pgx.Tx) error) (Status, string, error) {
-	var status Status
-	var providerID string
+// Open records p as pending unless its key is known, and returns the key's row.
+// with, when not nil, runs in the same transaction unless the key already
+// succeeded: what must hold before the provider is asked is written together with
+// the row.
+func (s *Store) Open(ctx context.Context, p Payment, with func(pgx.Tx) error) (Entry, error) {
+	var e Entry
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (idempotency_key) DO NOTHING`, p.Key, p.OrderID, p.Kind, p.Amount, p.Currency, Pending); err != nil {
+			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, intent_id)
+			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))
+			ON CONFLICT (idempotency_key) DO NOTHING`, p.Key, p.OrderID, p.Kind, p.Amount, p.Currency, Pending, p.IntentID); err != nil {
 			return fmt.Errorf("record %s %s: %w", p.Kind, p.Key, err)
 		}
-		if err := tx.QueryRow(ctx, `SELECT status, COALESCE(provider_id, '') FROM payments WHERE idempotency_key = $1`, p.Key).
-			Scan(&status, &providerID); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT status, COALESCE(provider_id, ''), amount FROM payments WHERE idempotency_key = $1`, p.Key).
+			Scan(&e.Status, &e.ProviderID, &e.Amount); err != nil {
 			return fmt.Errorf("read %s %s: %w", p.Kind, p.Key, err)
 		}
-		if status == Succeeded || with == nil {
+		if e.Status == Succeeded || with == nil {
 			return nil
 		}
 		return with(tx)
 	})
-	return status, providerID, err
+	return e, err
+}
+
+// RecordRefundByOthers records a refund of the order's intent that someone else
+// made at the provider (under the key provider:<refund ID>), so the ledger nets
+// what the provider holds. Recording it again is a no-op.
+func (s *Store) RecordRefundByOthers(ctx context.Context, orderID, intentID, refundID string, amount int64, currency string) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, provider_id, intent_id)
+		VALUES ('provider:' || $3, $1, $4, $5, $6, $7, $3, $2)
+		ON CONFLICT (idempotency_key) DO NOTHING`, orderID, intentID, refundID, Refund, amount, currency, Succeeded)
+	if err != nil {
+		return fmt.Errorf("record refund %s made elsewhere: %w", refundID, err)
+	}
+	return nil
 }
 
 // Settle records the provider's answer for a key. A succeeded row is final: its
