@@ -37,8 +37,16 @@ const (
 	ErrPaymentInFlight = "PaymentInFlight"
 )
 
-// Provider is the payment provider as the activities see it.
+// Provider is the payment provider as the activities see it: PaymentIntents, and
+// the Charges API for runs started before them.
 type Provider interface {
+	CreateIntent(ctx context.Context, key string, amount int64, currency, paymentMethod string, metadata map[string]string) (provider.Intent, error)
+	ConfirmIntent(ctx context.Context, key, intentID string) (provider.Intent, error)
+	RetrieveIntent(ctx context.Context, intentID string) (provider.Intent, error)
+	CancelIntent(ctx context.Context, key, intentID string) (provider.Intent, error)
+	SearchIntents(ctx context.Context, orderID string) ([]provider.Intent, error)
+	RefundIntent(ctx context.Context, key, intentID string, amount int64, metadata map[string]string) (provider.Refund, error)
+	IntentRefunds(ctx context.Context, intentID string) ([]provider.Refund, error)
 	Charge(ctx context.Context, key string, amount int64, currency, paymentMethod, orderID string) (provider.Charge, error)
 	Refund(ctx context.Context, key, chargeID string, amount int64) (provider.Refund, error)
 	SearchCharges(ctx context.Context, orderID string) ([]provider.Charge, error)
@@ -203,9 +211,7 @@ func (a *Payments) call(ctx context.Context, s Step, kind ledger.Kind, of string
 	}
 	var pending func(pgx.Tx) error
 	if kind == ledger.Charge {
-		pending = func(tx pgx.Tx) error {
-			return asActivityError(orderstore.New(tx).Move(ctx, p.OrderID, order.StatusPaymentPending, "", ""))
-		}
+		pending = a.pending(ctx, p.OrderID)
 	}
 	e, err := a.ledger.Open(ctx, p, pending)
 	if err != nil || (e.Status == ledger.Succeeded && e.ProviderID != "") {
@@ -223,6 +229,15 @@ func (a *Payments) call(ctx context.Context, s Step, kind ledger.Kind, of string
 		return p.Key, "", a.failed(ctx, p.Key, err)
 	}
 	return p.Key, providerID, a.ledger.Settle(ctx, p.Key, ledger.Succeeded, providerID)
+}
+
+// pending moves the order to PAYMENT_PENDING in the ledger's transaction, as a
+// charge is recorded: until an answer comes, nobody knows whether the card was
+// charged.
+func (a *Payments) pending(ctx context.Context, orderID string) func(pgx.Tx) error {
+	return func(tx pgx.Tx) error {
+		return asActivityError(orderstore.New(tx).Move(ctx, orderID, order.StatusPaymentPending, "", ""))
+	}
 }
 
 // send asks the provider for the payment and returns the ID of what it made.

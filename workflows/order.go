@@ -58,6 +58,9 @@ const (
 	changeLocalStore = "local-store-steps"
 	// changeLocalPublish protects runs that publish only through a regular activity.
 	changeLocalPublish = "local-publish"
+	// changeIntents protects runs that pay through the Charges API, reconciled by
+	// search, instead of one PaymentIntent read back by ID.
+	changeIntents = "payment-intents"
 )
 
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
@@ -68,6 +71,7 @@ type OrderResult struct {
 	OrderID   string
 	Status    order.Status
 	ChargeID  string
+	IntentID  string // the order's PaymentIntent (runs since changeIntents)
 	RefundID  string
 	Failure   string
 	Fulfilled bool
@@ -82,7 +86,8 @@ type OrderResult struct {
 type steps struct {
 	store        workflow.Context // a local activity unless storeRegular
 	storeRegular bool             // runs before changeLocalStore
-	pay          workflow.Context
+	pay          workflow.Context // the Charges API's calls, and refunds
+	intent       workflow.Context // creating and confirming the order's PaymentIntent
 	lookup       workflow.Context
 	publishRetry workflow.Context // the regular publish
 	publishLocal workflow.Context // its local first attempt; nil in runs before changeLocalPublish
@@ -121,6 +126,12 @@ func currentSteps(ctx workflow.Context) steps {
 					activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized},
 			},
 		}),
+		intent: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 2 * time.Minute, // above the provider client's 80 s
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy: retryForever(30*time.Second, activities.ErrCardDeclined, activities.ErrPaymentRejected,
+				activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight),
+		}),
 		lookup: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Second,
 			RetryPolicy:         retryForever(30 * time.Second),
@@ -142,14 +153,18 @@ func currentSteps(ctx workflow.Context) steps {
 // takes: the current one, or the legacy one of the first change it predates.
 func stepsFor(ctx workflow.Context) (steps, legacy) {
 	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforePayments(ctx), legacy{beforePayments: true}
+		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true}
 	}
 	s := currentSteps(ctx)
 	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforeLocalStore(ctx, s), legacy{}
+		return stepsBeforeLocalStore(ctx, s), legacy{beforeIntents: true}
 	}
 	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		s.publishLocal = nil
+		return s, legacy{beforeIntents: true}
+	}
+	if workflow.GetVersion(ctx, changeIntents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return s, legacy{beforeIntents: true}
 	}
 	return s, legacy{}
 }
@@ -169,6 +184,7 @@ type run struct {
 	res             OrderResult
 	cancelRequested bool
 	done            bool
+	orphans         bool // a creation's answer was lost: sweepOrphans runs at the end
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -194,6 +210,9 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	}
 
 	err := r.process(ctx)
+	if err == nil {
+		err = r.sweepOrphans(ctx)
+	}
 	r.done = true
 	// Let an accepted cancel update return its answer before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
@@ -208,9 +227,12 @@ func (r *run) process(ctx workflow.Context) error {
 	if r.cancelRequested {
 		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 	}
-	charge := r.charge
-	if r.beforePayments {
+	charge := r.payByIntent
+	switch {
+	case r.beforePayments:
 		charge = r.chargeBeforePayments
+	case r.beforeIntents:
+		charge = r.chargeBeforeIntents
 	}
 	if charged, err := charge(ctx); !charged {
 		return err
@@ -247,72 +269,6 @@ func (r *run) chargeInput(key string) activities.ChargeInput {
 	return activities.ChargeInput{Step: r.step(key), PaymentMethod: r.in.Order.PaymentMethod}
 }
 
-// charge charges the order with the key of generation 0 and settles every unknown
-// outcome by looking the charge up, never by guessing: found, the order is charged;
-// not found after the provider's consistency window, it is charged again with the
-// next generation's key. It returns true once charged; otherwise it has ended the
-// order after a definite no (decline, refused request) or a cancel.
-func (r *run) charge(ctx workflow.Context) (bool, error) {
-	for gen := 0; ; {
-		r.res.Status = order.StatusPaymentPending
-		key := order.PaymentKey(r.in.Order.WorkflowID, "charge", gen)
-		var ch activities.ChargeResult
-		err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput(key)).Get(ctx, &ch)
-		switch errorType(err) {
-		case "":
-			r.res.ChargeID = ch.ChargeID
-			return true, nil
-		case activities.ErrCardDeclined:
-			return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
-		case activities.ErrPaymentRejected:
-			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
-		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
-			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
-				return false, err
-			}
-			continue
-		}
-		found, err := r.lookupPayment(ctx, "", key)
-		if err != nil {
-			return false, err
-		}
-		if found.Found {
-			r.res.ChargeID = found.ID
-			return true, nil
-		}
-		if r.cancelRequested {
-			return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the lookup found no charge")
-		}
-		gen++
-	}
-}
-
-// lookupPayment asks the provider whether the order was charged (chargeID "") or
-// its charge refunded, after the provider's consistency window. A charge's order
-// shows PAYMENT_UNKNOWN meanwhile.
-func (r *run) lookupPayment(ctx workflow.Context, chargeID, key string) (activities.LookupResult, error) {
-	var res activities.LookupResult
-	if chargeID == "" {
-		if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
-			return res, err
-		}
-	}
-	delay := r.in.LookupDelay
-	if delay <= 0 {
-		delay = DefaultLookupDelay
-	}
-	if err := workflow.Sleep(ctx, delay); err != nil {
-		return res, err
-	}
-	err := workflow.ExecuteActivity(r.lookup, r.payments.Lookup, activities.LookupInput{
-		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key,
-	}).Get(ctx, &res)
-	if err != nil {
-		return res, fmt.Errorf("look up %s: %w", key, err)
-	}
-	return res, nil
-}
-
 // move records a status in the read model and in the workflow's own view.
 func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
 	err := r.storeStep(r.orders.Transition, activities.Transition{
@@ -323,6 +279,23 @@ func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) err
 	}
 	r.res.Status = to
 	return nil
+}
+
+// lookupDelay is the provider's search consistency window, as the policy sets it.
+func (r *run) lookupDelay() time.Duration {
+	if r.in.LookupDelay <= 0 {
+		return DefaultLookupDelay
+	}
+	return r.in.LookupDelay
+}
+
+// paymentRef is what the order's payment is known by at the provider: its
+// PaymentIntent, or the charge of runs before changeIntents.
+func (r *run) paymentRef() string {
+	if r.res.IntentID != "" {
+		return r.res.IntentID
+	}
+	return r.res.ChargeID
 }
 
 // errorType is the Temporal application error type of err ("" for nil, "unknown"
@@ -342,7 +315,7 @@ func errorType(err error) string {
 // the order's state forbids it, after money moved: the order is refunded. The
 // publish retries until Kafka takes it, and the order stays PAID meanwhile.
 func (r *run) markPaid(ctx workflow.Context) error {
-	if err := r.move(ctx, order.StatusPaid, r.res.ChargeID); err != nil {
+	if err := r.move(ctx, order.StatusPaid, r.paymentRef()); err != nil {
 		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
 	}
 	err := r.publish(ctx, activities.EventOrderPaid, "")
@@ -357,52 +330,28 @@ func (r *run) markPaid(ctx workflow.Context) error {
 
 // refundAndEnd is the compensation for a charge that must not stand.
 func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
-	refund := r.refund
-	if r.beforePayments {
+	refund := r.refundIntent
+	switch {
+	case r.beforePayments:
 		refund = r.refundBeforePayments
+	case r.beforeIntents:
+		refund = r.refundBeforeIntents
 	}
 	refundID, err := refund(ctx)
 	if err != nil {
 		r.res.Failure = reason + "; refund failed: " + rootMessage(err)
-		return fmt.Errorf("refund charge %s: %w", r.res.ChargeID, err)
+		return fmt.Errorf("refund payment %s: %w", r.paymentRef(), err)
 	}
 	r.res.RefundID = refundID
+	if refundID == "" {
+		return r.end(ctx, to, event, reason+"; refunded in full elsewhere")
+	}
 	return r.end(ctx, to, event, reason+"; refunded "+refundID)
 }
 
 // refundInput asks for the refund of the order's charge in full with key.
 func (r *run) refundInput(key string) activities.RefundInput {
 	return activities.RefundInput{Step: r.step(key), ChargeID: r.res.ChargeID}
-}
-
-// refund refunds the order's charge in full. An unknown outcome is looked up like
-// a charge's: found, done; not found, the next generation's key.
-func (r *run) refund(ctx workflow.Context) (string, error) {
-	for gen := 0; ; {
-		in := r.refundInput(order.PaymentKey(r.in.Order.WorkflowID, "refund", gen))
-		var re activities.RefundResult
-		err := workflow.ExecuteActivity(r.pay, r.payments.Refund, in).Get(ctx, &re)
-		kind := errorType(err)
-		switch kind {
-		case "":
-			return re.RefundID, nil
-		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
-			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
-				return "", err
-			}
-			continue
-		}
-		found, lerr := r.lookupPayment(ctx, r.res.ChargeID, in.Key)
-		switch {
-		case lerr != nil:
-			return "", lerr
-		case found.Found:
-			return found.ID, nil
-		case kind == activities.ErrPaymentRejected || kind == activities.ErrCardDeclined:
-			return "", err // a definite no, and no refund exists
-		}
-		gen++
-	}
 }
 
 // end records a final status and publishes its event.
@@ -432,7 +381,7 @@ func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 	e := activities.Event{
 		Type: eventType, OrderID: o.ID, Tenant: o.Tenant, WorkflowID: o.WorkflowID,
 		Status: r.res.Status, Amount: o.Amount, Currency: o.Currency,
-		PaymentRef: r.res.ChargeID, Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
+		PaymentRef: r.paymentRef(), Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
 	}
 	if r.publishLocal != nil {
 		if err := workflow.ExecuteLocalActivity(r.publishLocal, r.events.Publish, e).Get(ctx, nil); err == nil {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -20,6 +21,9 @@ type legacy struct {
 	// (order.LegacyPaymentKey) with no lookup, and a failed OrderPaid publish
 	// refunds.
 	beforePayments bool
+	// beforeIntents: the order is paid through the Charges API, its unknown
+	// outcomes looked up by search after the provider's consistency window.
+	beforeIntents bool
 }
 
 // stepsBeforePayments are the options of runs started before changePayments:
@@ -76,4 +80,98 @@ func (r *run) refundBeforePayments(ctx workflow.Context) (string, error) {
 	var re activities.RefundResult
 	err := workflow.ExecuteActivity(r.pay, r.payments.Refund, r.refundInput("")).Get(ctx, &re)
 	return re.RefundID, err
+}
+
+// chargeBeforeIntents charges the order (runs before changeIntents) with the key of
+// generation 0 and settles every unknown
+// outcome by looking the charge up, never by guessing: found, the order is charged;
+// not found after the provider's consistency window, it is charged again with the
+// next generation's key. It returns true once charged; otherwise it has ended the
+// order after a definite no (decline, refused request) or a cancel.
+func (r *run) chargeBeforeIntents(ctx workflow.Context) (bool, error) {
+	for gen := 0; ; {
+		r.res.Status = order.StatusPaymentPending
+		key := order.PaymentKey(r.in.Order.WorkflowID, "charge", gen)
+		var ch activities.ChargeResult
+		err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput(key)).Get(ctx, &ch)
+		switch errorType(err) {
+		case "":
+			r.res.ChargeID = ch.ChargeID
+			return true, nil
+		case activities.ErrCardDeclined:
+			return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+		case activities.ErrPaymentRejected:
+			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
+		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+				return false, err
+			}
+			continue
+		}
+		found, err := r.lookupCharge(ctx, "", key)
+		if err != nil {
+			return false, err
+		}
+		if found.Found {
+			r.res.ChargeID = found.ID
+			return true, nil
+		}
+		if r.cancelRequested {
+			return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the lookup found no charge")
+		}
+		gen++
+	}
+}
+
+// lookupCharge asks the provider whether the order was charged (chargeID "") or
+// its charge refunded, after the provider's consistency window. A charge's order
+// shows PAYMENT_UNKNOWN meanwhile.
+func (r *run) lookupCharge(ctx workflow.Context, chargeID, key string) (activities.LookupResult, error) {
+	var res activities.LookupResult
+	if chargeID == "" {
+		if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
+			return res, err
+		}
+	}
+	if err := workflow.Sleep(ctx, r.lookupDelay()); err != nil {
+		return res, err
+	}
+	err := workflow.ExecuteActivity(r.lookup, r.payments.Lookup, activities.LookupInput{
+		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key,
+	}).Get(ctx, &res)
+	if err != nil {
+		return res, fmt.Errorf("look up %s: %w", key, err)
+	}
+	return res, nil
+}
+
+// refundBeforeIntents refunds the order's charge in full (runs before
+// changeIntents). An unknown outcome is looked up like
+// a charge's: found, done; not found, the next generation's key.
+func (r *run) refundBeforeIntents(ctx workflow.Context) (string, error) {
+	for gen := 0; ; {
+		in := r.refundInput(order.PaymentKey(r.in.Order.WorkflowID, "refund", gen))
+		var re activities.RefundResult
+		err := workflow.ExecuteActivity(r.pay, r.payments.Refund, in).Get(ctx, &re)
+		kind := errorType(err)
+		switch kind {
+		case "":
+			return re.RefundID, nil
+		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+				return "", err
+			}
+			continue
+		}
+		found, lerr := r.lookupCharge(ctx, r.res.ChargeID, in.Key)
+		switch {
+		case lerr != nil:
+			return "", lerr
+		case found.Found:
+			return found.ID, nil
+		case kind == activities.ErrPaymentRejected || kind == activities.ErrCardDeclined:
+			return "", err // a definite no, and no refund exists
+		}
+		gen++
+	}
 }

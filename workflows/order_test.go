@@ -15,6 +15,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
@@ -67,6 +68,14 @@ func newEnv(t *testing.T) *env {
 	e.RegisterActivity(e.orders)
 	e.RegisterActivity(e.payments)
 	e.RegisterActivity(e.events)
+	return e
+}
+
+// newChargesEnv is an environment whose run takes the path of runs started before
+// changeIntents: the Charges API, reconciled by search.
+func newChargesEnv(t *testing.T) *env {
+	e := newEnv(t)
+	e.OnGetVersion(changeIntents, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	return e
 }
 
@@ -169,7 +178,7 @@ func equal(a, b []string) bool {
 }
 
 func TestHappyPath(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	e.execute(placeOrder())
 	res := e.result(t)
@@ -189,7 +198,7 @@ func TestHappyPath(t *testing.T) {
 }
 
 func TestDeclineIsAnOutcomeNotARetryLoop(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(temporal.NewNonRetryableApplicationError("declined", activities.ErrCardDeclined, nil))
 	e.execute(placeOrder())
 	res := e.result(t)
@@ -208,7 +217,7 @@ func TestDeclineIsAnOutcomeNotARetryLoop(t *testing.T) {
 }
 
 func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(errors.New("payment provider: 500"), errors.New("payment provider: 503"), nil)
 	e.execute(placeOrder())
 	res := e.result(t)
@@ -232,7 +241,7 @@ func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
 // Marking the order PAID is refused (its state forbids it) after money moved: the
 // charge is refunded and the order ends FAILED.
 func TestFailureAfterChargeRefunds(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
 		return tr.To == order.StatusPaid
@@ -256,7 +265,7 @@ func TestFailureAfterChargeRefunds(t *testing.T) {
 // local activity) is retried until it answers; the order ends PAID, never FAILED
 // and refunded.
 func TestPostgresOutageIsAWait(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	var down time.Time
 	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
@@ -280,7 +289,7 @@ func TestPostgresOutageIsAWait(t *testing.T) {
 // refunded. (The test environment gives up after 10 attempts; the chaos suite keeps
 // Kafka down for longer than the old publish budget.)
 func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	failures := 0
 	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(func(ctx context.Context, ev activities.Event) error {
@@ -306,7 +315,7 @@ func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
 // through a whole outage, they would take every slot and stop other orders'
 // charges.
 func TestPublishOutageMovesToARegularActivity(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	var down, lastLocal time.Time
 	local, regular := 0, 0
@@ -370,7 +379,7 @@ func (e *env) statuses() []order.Status {
 // the lookup delay and looks the charge up. Found: PAID with that charge, no second
 // charge.
 func TestUnknownOutcomeFoundByLookup(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(temporal.NewNonRetryableApplicationError("500 replayed", activities.ErrPaymentUnknown, nil))
 	asked := e.onLookup(true)
 	in := placeOrder()
@@ -394,7 +403,7 @@ func TestUnknownOutcomeFoundByLookup(t *testing.T) {
 // Not found after the window: charged again with the next generation's key; every
 // attempt used a fixed-length key, and attempts never count as generations.
 func TestUnknownOutcomeNotFoundChargesWithTheNextKey(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(errors.New("timeout"), errors.New("timeout"), errors.New("timeout"), errors.New("timeout"), nil)
 	e.onLookup(false)
 	e.execute(placeOrder())
@@ -414,7 +423,7 @@ func TestUnknownOutcomeNotFoundChargesWithTheNextKey(t *testing.T) {
 // same key is sent again after a pause, until the first request's answer comes
 // back, and no lookup or second generation can charge again.
 func TestKeyInUseWaitsForTheFirstRequest(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	inUse := temporal.NewNonRetryableApplicationError("409 idempotency_key_in_use", activities.ErrPaymentInFlight, nil)
 	e.onCharge(inUse, inUse, inUse, inUse, inUse, nil)
 	asked := e.onLookup(false)
@@ -428,7 +437,7 @@ func TestKeyInUseWaitsForTheFirstRequest(t *testing.T) {
 // Refused credentials: nothing ran at the provider, so the same key is sent again
 // after a pause, without a lookup; a definite refusal fails the order at once.
 func TestCredentialsAreRetriedAndRefusalsAreFinal(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(temporal.NewNonRetryableApplicationError("401", activities.ErrProviderUnauthorized, nil), nil)
 	asked := e.onLookup(false)
 	e.execute(placeOrder())
@@ -437,7 +446,7 @@ func TestCredentialsAreRetriedAndRefusalsAreFinal(t *testing.T) {
 		t.Fatalf("after a 401: %+v, keys %v, %d lookups", res, e.f.chargeKeys, len(*asked))
 	}
 
-	e = newEnv(t)
+	e = newChargesEnv(t)
 	e.onCharge(temporal.NewNonRetryableApplicationError("400", activities.ErrPaymentRejected, nil))
 	asked = e.onLookup(false)
 	e.execute(placeOrder())
@@ -459,7 +468,7 @@ func (e *env) cancelAt(t *testing.T, after time.Duration, done func(OrderResult,
 }
 
 func TestCancelBeforePayment(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	e.OnActivity(e.orders.RecordOrder, mock.Anything, mock.Anything).After(time.Minute).Return(nil)
 	var upd OrderResult
@@ -482,7 +491,7 @@ func TestCancelBeforePayment(t *testing.T) {
 }
 
 func TestCancelAfterPaymentRefunds(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(nil)
 	in := placeOrder()
 	in.CancelWindow = time.Hour
@@ -503,7 +512,7 @@ func TestCancelAfterPaymentRefunds(t *testing.T) {
 }
 
 func TestCancelRejectedOnceSettled(t *testing.T) {
-	e := newEnv(t)
+	e := newChargesEnv(t)
 	e.onCharge(temporal.NewNonRetryableApplicationError("declined", activities.ErrCardDeclined, nil))
 	in := placeOrder()
 	var updErr error

@@ -1,0 +1,231 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/orderflow/orderflow/internal/ledger"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/provider"
+)
+
+// The statuses of a PaymentIntent the workflow acts on (Stripe's names).
+const (
+	IntentSucceeded             = "succeeded"
+	IntentProcessing            = "processing"
+	IntentRequiresAction        = "requires_action"
+	IntentRequiresConfirmation  = "requires_confirmation"
+	IntentRequiresPaymentMethod = "requires_payment_method"
+	IntentCanceled              = "canceled"
+)
+
+// IntentInput asks for the order's PaymentIntent, created with Key.
+type IntentInput struct {
+	Step
+	Tenant        string
+	PaymentMethod string
+}
+
+// IntentResult is the order's PaymentIntent.
+type IntentResult struct {
+	Key      string
+	IntentID string
+}
+
+// CreateIntent creates the order's PaymentIntent, unconfirmed, and records its ID
+// in the ledger before anything confirms it. Every attempt with the key gets the
+// same intent (the provider replays its answer; after the provider's 24 hours, the
+// ledger answers). An intent whose creation's answer is lost for good (a saved
+// 5xx) is never recorded, so never confirmed: it moves no money, and
+// CancelOrphanIntents sweeps it.
+func (a *Payments) CreateIntent(ctx context.Context, in IntentInput) (IntentResult, error) {
+	p := ledger.Payment{Key: in.Key, Kind: ledger.Intent, OrderID: in.OrderID, Amount: in.Amount, Currency: in.Currency}
+	e, err := a.ledger.Open(ctx, p, nil)
+	if err != nil {
+		return IntentResult{}, err
+	}
+	if e.Status == ledger.Created && e.ProviderID != "" {
+		return IntentResult{Key: in.Key, IntentID: e.ProviderID}, nil
+	}
+	stop := heartbeat(ctx)
+	pi, err := a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
+		map[string]string{"order_id": in.OrderID, "tenant": in.Tenant})
+	stop()
+	if err != nil {
+		return IntentResult{}, a.failed(ctx, in.Key, err)
+	}
+	return IntentResult{Key: in.Key, IntentID: pi.ID}, a.ledger.Settle(ctx, in.Key, ledger.Created, pi.ID)
+}
+
+// ConfirmInput asks to confirm the order's intent with Key.
+type ConfirmInput struct {
+	Step
+	IntentID string
+}
+
+// IntentState is a PaymentIntent as the provider reports it.
+type IntentState struct {
+	IntentID string
+	Status   string
+	ChargeID string // its latest charge, once it succeeded
+	Declined string // the decline code of its last attempt
+}
+
+// ConfirmIntent confirms the order's intent: the one request that charges the card,
+// recorded first in the ledger with the order's move to PAYMENT_PENDING. An intent
+// succeeds at most once, so no retry, timing or second key can charge twice: a
+// confirm refused because the intent is past confirming is answered by reading the
+// intent, which says whether it succeeded.
+func (a *Payments) ConfirmIntent(ctx context.Context, in ConfirmInput) (IntentState, error) {
+	p := ledger.Payment{Key: in.Key, Kind: ledger.Charge, OrderID: in.OrderID, Amount: in.Amount, Currency: in.Currency, IntentID: in.IntentID}
+	e, err := a.ledger.Open(ctx, p, a.pending(ctx, in.OrderID))
+	if err != nil {
+		return IntentState{}, err
+	}
+	if e.Status == ledger.Succeeded && e.ProviderID != "" {
+		return IntentState{IntentID: in.IntentID, Status: IntentSucceeded, ChargeID: e.ProviderID}, nil
+	}
+	stop := heartbeat(ctx)
+	pi, err := a.provider.ConfirmIntent(ctx, in.Key, in.IntentID)
+	stop()
+	var perr *provider.Error
+	switch {
+	case errors.As(err, &perr) && perr.UnexpectedState():
+		if pi, err = a.provider.RetrieveIntent(ctx, in.IntentID); err != nil {
+			return IntentState{}, a.lookupFailed(err)
+		}
+	case errors.As(err, &perr) && perr.Declined():
+		if serr := a.ledger.Settle(ctx, in.Key, ledger.Declined, ""); serr != nil {
+			return IntentState{}, serr
+		}
+		return IntentState{}, temporal.NewNonRetryableApplicationError(perr.Error(), ErrCardDeclined, nil)
+	case err != nil:
+		return IntentState{}, a.failed(ctx, in.Key, err)
+	}
+	return a.record(ctx, in.Key, pi)
+}
+
+// RetrieveInput asks what became of the intent that Key confirmed (or tried to).
+type RetrieveInput struct {
+	OrderID  string
+	IntentID string
+	Key      string
+}
+
+// RetrieveIntent reads the intent by ID, a strongly consistent read, and settles
+// Key's ledger row by it: never by search, never by guessing.
+func (a *Payments) RetrieveIntent(ctx context.Context, in RetrieveInput) (IntentState, error) {
+	pi, err := a.provider.RetrieveIntent(ctx, in.IntentID)
+	if err != nil {
+		return IntentState{}, a.lookupFailed(err)
+	}
+	return a.record(ctx, in.Key, pi)
+}
+
+// record settles a confirm's ledger row by what the intent shows, once that is
+// final: succeeded; declined (it needs another payment method after an attempt);
+// absent (the confirm never ran, or the intent was canceled). Processing and
+// requires_action leave the row pending.
+func (a *Payments) record(ctx context.Context, key string, pi provider.Intent) (IntentState, error) {
+	st := IntentState{IntentID: pi.ID, Status: pi.Status, ChargeID: pi.Charge, Declined: pi.Declined}
+	var status ledger.Status
+	switch pi.Status {
+	case IntentSucceeded:
+		status = ledger.Succeeded
+	case IntentRequiresPaymentMethod:
+		status = ledger.Absent
+		if pi.Declined != "" {
+			status = ledger.Declined
+		}
+	case IntentRequiresConfirmation, IntentCanceled:
+		status = ledger.Absent
+	default:
+		return st, nil
+	}
+	return st, a.ledger.Settle(ctx, key, status, pi.Charge)
+}
+
+// RefundIntentInput asks to refund the order's intent, with Key.
+type RefundIntentInput struct {
+	Step
+	IntentID string
+}
+
+// RefundIntent refunds what the order's intent charged and is not yet refunded,
+// never more. Its refunds are read first (a consistent list, not search): one of
+// ours, under any generation's key, means done; anyone else's is recorded in the
+// ledger and subtracted. The amount is the one first recorded for Key, so every
+// attempt sends the same request.
+func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (RefundResult, error) {
+	refunds, err := a.provider.IntentRefunds(ctx, in.IntentID)
+	if err != nil {
+		return RefundResult{}, a.lookupFailed(err)
+	}
+	left := in.Amount
+	for _, re := range refunds {
+		if re.Status != "succeeded" && re.Status != "pending" {
+			continue
+		}
+		if key := re.Metadata[refundKeyField]; key != "" {
+			// Ours: made with this key, or with an earlier generation's whose
+			// outcome was unknown. Either way the order is refunded.
+			return RefundResult{Key: key, RefundID: re.ID}, a.ledger.Settle(ctx, key, ledger.Succeeded, re.ID)
+		}
+		left -= re.Amount
+		if err := a.ledger.RecordRefundByOthers(ctx, in.OrderID, in.IntentID, re.ID, re.Amount, in.Currency); err != nil {
+			return RefundResult{}, err
+		}
+	}
+	if left <= 0 {
+		return RefundResult{Key: in.Key}, nil // refunded in full by others: nothing is left to give back
+	}
+	p := ledger.Payment{Key: in.Key, Kind: ledger.Refund, OrderID: in.OrderID, Amount: left, Currency: in.Currency, IntentID: in.IntentID}
+	e, err := a.ledger.Open(ctx, p, nil)
+	if err != nil {
+		return RefundResult{}, err
+	}
+	stop := heartbeat(ctx)
+	re, err := a.provider.RefundIntent(ctx, in.Key, in.IntentID, e.Amount,
+		map[string]string{"order_id": in.OrderID, refundKeyField: in.Key})
+	stop()
+	if err != nil {
+		return RefundResult{}, a.failed(ctx, in.Key, err)
+	}
+	return RefundResult{Key: in.Key, RefundID: re.ID}, a.ledger.Settle(ctx, in.Key, ledger.Succeeded, re.ID)
+}
+
+// refundKeyField is the refund metadata that marks orderflow's refunds, with the
+// key that made each: the provider does not show idempotency keys.
+const refundKeyField = "orderflow_refund_key"
+
+// SweepInput names the order whose orphan intents to cancel, and the one to keep.
+type SweepInput struct {
+	WorkflowID string
+	OrderID    string
+	Keep       string
+}
+
+// CancelOrphanIntents cancels the order's intents that a lost creation answer left
+// unrecorded: they were never confirmed and move no money, but would show as open
+// payments at the provider. It finds them by search, which may not show them yet:
+// a sweep is hygiene, and no decision waits on it.
+func (a *Payments) CancelOrphanIntents(ctx context.Context, in SweepInput) (int, error) {
+	intents, err := a.provider.SearchIntents(ctx, in.OrderID)
+	if err != nil {
+		return 0, a.lookupFailed(err)
+	}
+	n := 0
+	for _, pi := range intents {
+		if pi.ID == in.Keep || (pi.Status != IntentRequiresConfirmation && pi.Status != IntentRequiresPaymentMethod) {
+			continue
+		}
+		if _, err := a.provider.CancelIntent(ctx, order.PaymentKey(in.WorkflowID, "cancel "+pi.ID, 0), pi.ID); err != nil {
+			return n, fmt.Errorf("cancel orphan intent %s: %w", pi.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
