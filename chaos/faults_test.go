@@ -126,23 +126,29 @@ func TestChaosServerRestart(t *testing.T) {
 	}
 }
 
-// The worker is killed with SIGKILL at three points of a charge and restarted.
+// The worker is killed with SIGKILL at four points of a payment and restarted.
 func TestChaosWorkerKilledDuringCharge(t *testing.T) {
+	rows := func(r *rig, query string, args ...any) int {
+		var n int
+		_ = r.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
+		return n
+	}
 	points := []struct {
 		name   string
 		faults sandbox.Faults
-		at     func(r *rig, key string) bool
+		at     func(r *rig, wf string) bool
 	}{
-		{"between a failed attempt and its retry", sandbox.Faults{FailBefore: 1}, func(r *rig, key string) bool {
-			return r.Sim.Requests(key) == 1 // answered 500, nothing charged; the retry is pending
+		{"between creating the intent and confirming it", sandbox.Faults{Only: "confirm", Unavailable: 1000}, func(r *rig, wf string) bool {
+			return rows(r, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'created'`, order.PaymentKey(wf, "intent", 0)) == 1
 		}},
-		{"while the provider was charging", sandbox.Faults{LatencyMS: 3000, Slow: 1}, func(r *rig, key string) bool {
+		{"between a failed confirm and the read of its intent", sandbox.Faults{Only: "confirm", FailBefore: 1}, func(r *rig, wf string) bool {
+			return r.Sim.Requests(order.PaymentKey(wf, "confirm", 0)) == 1 // answered 500, nothing charged
+		}},
+		{"while the provider was confirming", sandbox.Faults{Only: "confirm", LatencyMS: 3000, Slow: 1}, func(r *rig, wf string) bool {
 			return r.Sim.InFlight() == 1
 		}},
-		{"after the charge activity completed", sandbox.Faults{}, func(r *rig, key string) bool {
-			var n int
-			_ = r.Pool.QueryRow(context.Background(), `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded'`, key).Scan(&n)
-			return n == 1
+		{"after the confirm activity completed", sandbox.Faults{}, func(r *rig, wf string) bool {
+			return rows(r, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded'`, order.PaymentKey(wf, "confirm", 0)) == 1
 		}},
 	}
 	for _, pt := range points {
@@ -152,14 +158,14 @@ func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 			worker := r.startWorker(t, nil)
 			r.startAPI(t)
 			key := stacktest.Name("k")
-			chargeKey := order.PaymentKey(order.WorkflowID(r.tenant, order.FromHTTP, key), "charge", 0)
+			wf := order.WorkflowID(r.tenant, order.FromHTTP, key)
 			r.order(t, key)
-			stacktest.Eventually(t, 30*time.Second, "the kill point", func() bool { return pt.at(r, chargeKey) })
+			stacktest.Eventually(t, 30*time.Second, "the kill point", func() bool { return pt.at(r, wf) })
 			worker.Kill(t)
-			charged := len(r.Sim.Charges(chargeKey))
+			charged := len(r.Sim.ChargesForOrder(order.IDFor(wf)))
 			r.Sim.SetFaults(sandbox.Faults{})
 			r.startWorker(t, nil)
-			r.ledger(t, fmt.Sprintf("worker SIGKILL %s (charges at kill: %d, requests: %d)", pt.name, charged, r.Sim.Requests(chargeKey)))
+			r.ledger(t, fmt.Sprintf("worker SIGKILL %s (charges at kill: %d, confirms: %d)", pt.name, charged, r.Sim.Requests(order.PaymentKey(wf, "confirm", 0))))
 		})
 	}
 }
@@ -188,9 +194,10 @@ func TestChaosSIGTERMUnderLoad(t *testing.T) {
 
 func TestChaosProviderSlowAnd5xx(t *testing.T) {
 	r := newRig(t)
-	// One request slower than the client's timeout: the attempt gives up while the
-	// provider goes on and charges; the retry finds the key in use, then replayed.
-	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 2500, Slow: 1})
+	// One confirm slower than the client's timeout: the attempt gives up while the
+	// provider goes on and charges; the retry finds the key in use, and the intent
+	// processing, then succeeded.
+	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 2500, Slow: 1})
 	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "1s"})
 	r.startAPI(t)
 	for i := range 3 {

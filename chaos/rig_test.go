@@ -36,6 +36,7 @@ type rig struct {
 	apiAddr, opsAddr     string
 	apiOpsAddr           string
 	httpGap, eventGap    time.Duration // pauses of the traffic's clients between requests
+	apiEnv               map[string]string // added to the API processes' environment
 	fleetAPIs            []string      // when set, POSTs go round-robin to these API addresses
 	next                 atomic.Int64  // round-robin position
 	mu                   sync.Mutex
@@ -82,11 +83,15 @@ func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 // startAPIOn starts an API process on the given public and ops addresses.
 func (r *rig) startAPIOn(t *testing.T, addr, opsAddr, drainDelay string) *stacktest.Proc {
 	t.Helper()
-	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
+	env := map[string]string{
 		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
 		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": r.Env["PAYLOAD_KEYS"], "TASK_QUEUE": r.Queue,
 		"API_ADDR": addr, "OPS_ADDR": opsAddr, "DRAIN_DELAY": drainDelay, "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
-	})
+	}
+	for k, v := range r.apiEnv {
+		env[k] = v
+	}
+	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), env)
 	waitHTTP(t, "http://"+opsAddr+"/healthz")
 	return p
 }

@@ -114,12 +114,17 @@ func TestOrderRunsToPaidOnTheRealStack(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	status, ref := h.orderRow(t, in.Order.ID)
-	if status != string(order.StatusPaid) || ref != res.ChargeID {
-		t.Fatalf("orders row: %s %s, want PAID %s", status, ref, res.ChargeID)
+	if status != string(order.StatusPaid) || ref != res.IntentID || !strings.HasPrefix(ref, "pi_") {
+		t.Fatalf("orders row: %s %s, want PAID %s", status, ref, res.IntentID)
 	}
-	key := order.PaymentKey(id, "charge", 0)
-	if n := h.count(t, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded' AND provider_id = $2`, key, res.ChargeID); n != 1 {
-		t.Fatalf("payments rows = %d", n)
+	// The intent was recorded before its confirm, which recorded the charge.
+	created := h.count(t, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND kind = 'intent' AND status = 'created' AND provider_id = $2`,
+		order.PaymentKey(id, "intent", 0), res.IntentID)
+	key := order.PaymentKey(id, "confirm", 0)
+	confirmed := h.count(t, `SELECT count(*) FROM payments WHERE idempotency_key = $1 AND status = 'succeeded' AND provider_id = $2 AND intent_id = $3`,
+		key, res.ChargeID, res.IntentID)
+	if created != 1 || confirmed != 1 {
+		t.Fatalf("payments rows: %d intent, %d confirmed charge; want 1 and 1", created, confirmed)
 	}
 	if n := len(h.Sim.Charges(key)); n != 1 {
 		t.Fatalf("sandbox charges for %s = %d", key, n)
@@ -146,8 +151,8 @@ func TestDeclinedOnTheRealStack(t *testing.T) {
 	if status, _ := h.orderRow(t, in.Order.ID); status != string(order.StatusPaymentDeclined) {
 		t.Fatalf("orders row status = %s", status)
 	}
-	if n := h.Sim.Requests(order.PaymentKey(id, "charge", 0)); n != 1 {
-		t.Fatalf("charge requests = %d, want 1 (a decline is not retried)", n)
+	if n := h.Sim.Requests(order.PaymentKey(id, "confirm", 0)); n != 1 {
+		t.Fatalf("confirm requests = %d, want 1 (a decline is not retried)", n)
 	}
 	if evs := h.events(t, 1); evs[0].Type != activities.EventOrderPaymentDeclined {
 		t.Fatalf("event = %+v", evs[0])
@@ -156,19 +161,24 @@ func TestDeclinedOnTheRealStack(t *testing.T) {
 
 // The provider's answer is lost or refused in the ways a real provider loses it.
 // Like Stripe, the sandbox saves a 500 and replays it to every retry of the key, so
-// only a lookup can tell whether the card was charged; the order never ends FAILED
-// on a guess, and the card is charged once.
+// only reading the intent can tell whether the card was charged; the order never
+// ends FAILED on a guess, and the card is charged once. A creation whose answer is
+// lost leaves an intent that is never confirmed, and is swept.
 func TestUnknownOutcomesAreReconciled(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		faults   sandbox.Faults
-		keysUsed int // provider keys that reached the provider
+		keysUsed int // confirm keys that reached the provider
+		intents  int // intents created for the order
 	}{
-		{"charged, then a saved 500", sandbox.Faults{FailAfter: 1}, 1},
-		{"a saved 500 without charging", sandbox.Faults{FailBefore: 1}, 2},
-		{"charged, then the connection dropped", sandbox.Faults{DropAfter: 1}, 1},
-		{"a proxy's 503, not saved", sandbox.Faults{Unavailable: 2}, 1},
-		{"credentials refused for 10 s", sandbox.Faults{UnauthorizedMS: 10000}, 1},
+		{"charged, then a saved 500", sandbox.Faults{Only: "confirm", FailAfter: 1}, 1, 1},
+		{"a saved 500 without charging", sandbox.Faults{Only: "confirm", FailBefore: 1}, 2, 1},
+		{"charged, then the connection dropped", sandbox.Faults{Only: "confirm", DropAfter: 1}, 1, 1},
+		{"intent created, then a saved 500", sandbox.Faults{Only: "create", FailAfter: 1}, 1, 2},
+		{"a saved 500 before the intent was created", sandbox.Faults{Only: "create", FailBefore: 1}, 1, 1},
+		{"intent created, then the connection dropped", sandbox.Faults{Only: "create", DropAfter: 1}, 1, 1},
+		{"a proxy's 503, not saved", sandbox.Faults{Unavailable: 2}, 1, 1},
+		{"credentials refused for 10 s", sandbox.Faults{UnauthorizedMS: 10000}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -184,17 +194,23 @@ func TestUnknownOutcomesAreReconciled(t *testing.T) {
 			charges := h.Sim.ChargesForOrder(in.Order.ID)
 			used := 0
 			for gen := range 4 {
-				if h.Sim.Requests(order.PaymentKey(id, "charge", gen)) > 0 {
+				if h.Sim.Requests(order.PaymentKey(id, "confirm", gen)) > 0 {
 					used++
 				}
 			}
+			intents := h.Sim.Intents(in.Order.ID)
 			net, pending := h.netCharged(t, in.Order.ID)
-			t.Logf("%s: %s, %d charge(s), %d key(s) used, ledger net %d", tc.name, res.Status, len(charges), used, net)
-			if res.Status != order.StatusPaid || len(charges) != 1 || res.ChargeID != charges[0].ID || used != tc.keysUsed {
-				t.Fatalf("status %s, charges %+v (workflow has %s), %d keys used: want PAID, 1 charge, %d key(s)",
-					res.Status, charges, res.ChargeID, used, tc.keysUsed)
+			t.Logf("%s: %s, %d charge(s), %d confirm key(s) used, %d intent(s), ledger net %d", tc.name, res.Status, len(charges), used, len(intents), net)
+			if res.Status != order.StatusPaid || len(charges) != 1 || res.ChargeID != charges[0].ID || used != tc.keysUsed || len(intents) != tc.intents {
+				t.Fatalf("status %s, charges %+v (workflow has %s), %d keys used, %d intents: want PAID, 1 charge, %d key(s), %d intent(s)",
+					res.Status, charges, res.ChargeID, used, len(intents), tc.keysUsed, tc.intents)
 			}
-			if status, ref := h.orderRow(t, in.Order.ID); status != "PAID" || ref != charges[0].ID {
+			for _, pi := range intents {
+				if pi.ID != res.IntentID && pi.Status != "canceled" {
+					t.Fatalf("orphan intent %s is %s, want canceled by the sweep", pi.ID, pi.Status)
+				}
+			}
+			if status, ref := h.orderRow(t, in.Order.ID); status != "PAID" || ref != res.IntentID {
 				t.Fatalf("orders row %s %s", status, ref)
 			}
 			if net != in.Order.Amount || pending != 0 {
@@ -226,12 +242,12 @@ func TestLongestClientKeyIsCharged(t *testing.T) {
 // provider finishes the charge; a new worker retries with the same key and gets it.
 func TestWorkerKilledDuringChargeChargesOnce(t *testing.T) {
 	h := newHarness(t)
-	h.Sim.SetFaults(sandbox.Faults{LatencyMS: 3000})
+	h.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 3000})
 	first := h.StartWorkerProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	id, in := h.placeOrder("sigkill", "pm_card_visa")
-	key := order.PaymentKey(id, "charge", 0)
+	key := order.PaymentKey(id, "confirm", 0)
 	run := h.execute(t, ctx, id, in)
 
 	stacktest.Eventually(t, 30*time.Second, "the charge to be in flight", func() bool { return h.Sim.InFlight() == 1 })

@@ -61,6 +61,9 @@ func (r *run) createIntent(ctx workflow.Context) (string, error) {
 		if r.cancelRequested {
 			return "", r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 		}
+		if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+			return "", err
+		}
 		gen++
 	}
 }

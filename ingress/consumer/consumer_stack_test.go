@@ -377,7 +377,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		return paid == len(ids)
 	})
 	for _, id := range ids {
-		key := order.PaymentKey(order.WorkflowID(p.tenant, order.FromEvent, id), "charge", 0)
+		key := order.PaymentKey(order.WorkflowID(p.tenant, order.FromEvent, id), "confirm", 0)
 		if n := len(p.Sim.Charges(key)); n != 1 {
 			t.Fatalf("event %s: %d charges", id, n)
 		}

@@ -186,7 +186,7 @@ func (s *Server) searchCharges(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	visible := time.Now().Add(-s.opts.SearchDelay)
+	visible := time.Now().Add(-s.searchDelay())
 	out := []Charge{}
 	for _, c := range s.ChargesForOrder(orderID) {
 		if !time.UnixMilli(c.createdMS).After(visible) {
@@ -198,7 +198,7 @@ func (s *Server) searchCharges(w http.ResponseWriter, r *http.Request) {
 
 // searchedOrder reads the one query the sandbox's search understands.
 func (s *Server) searchedOrder(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if !s.gate(w) {
+	if !s.gate(w, "") {
 		return "", false
 	}
 	orderID, ok := strings.CutPrefix(r.URL.Query().Get("query"), "metadata['order_id']:'")
@@ -211,7 +211,7 @@ func (s *Server) searchedOrder(w http.ResponseWriter, r *http.Request) (string, 
 
 // listRefunds lists refunds by charge or payment_intent (and, for tests, key).
 func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
-	if !s.gate(w) {
+	if !s.gate(w, "") {
 		return
 	}
 	q := r.URL.Query()

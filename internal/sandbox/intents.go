@@ -164,7 +164,7 @@ func (s *Server) cancelIntent(w http.ResponseWriter, r *http.Request) {
 
 // retrieveIntent reads an intent by ID: always current.
 func (s *Server) retrieveIntent(w http.ResponseWriter, r *http.Request) {
-	if !s.gate(w) {
+	if !s.gate(w, "") {
 		return
 	}
 	s.mu.Lock()
@@ -189,7 +189,7 @@ func (s *Server) searchIntents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	visible := time.Now().Add(-s.opts.SearchDelay)
+	visible := time.Now().Add(-s.searchDelay())
 	out := []Intent{}
 	s.mu.Lock()
 	for _, in := range s.intents {

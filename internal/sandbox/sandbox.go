@@ -57,7 +57,8 @@ type Faults struct {
 	// connection unanswered.
 	DropAfter int `json:"drop_after"`
 	// Unavailable answers the next N requests 503 before the endpoint runs (a proxy
-	// in front of it): nothing is saved, and a retry with the key runs anew.
+	// in front of it): nothing is saved, and a retry with the key runs anew. With
+	// Only, it holds back that operation alone.
 	Unavailable int `json:"unavailable"`
 	// UnauthorizedMS answers every request 401 for this long after the faults are set
 	// (a rotated secret): nothing is saved.
@@ -126,6 +127,20 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	return mux
+}
+
+// SetSearchDelay changes how long new objects stay invisible to search.
+func (s *Server) SetSearchDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.SearchDelay = d
+}
+
+// searchDelay is the current SearchDelay.
+func (s *Server) searchDelay() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.SearchDelay
 }
 
 // SetFaults replaces the injected faults.
@@ -211,10 +226,10 @@ const (
 
 // gate answers what is refused before the endpoint runs (nothing is saved): wrong
 // credentials, and a proxy's 503.
-func (s *Server) gate(w http.ResponseWriter) bool {
+func (s *Server) gate(w http.ResponseWriter, op string) bool {
 	s.mu.Lock()
 	unauthorized := time.Now().Before(s.unauthorized)
-	unavailable := !unauthorized && s.faults.Unavailable > 0
+	unavailable := !unauthorized && s.faults.Unavailable > 0 && (s.faults.Only == "" || s.faults.Only == op)
 	if unavailable {
 		s.faults.Unavailable--
 	}
@@ -267,7 +282,7 @@ func (s *Server) takeFaults(op string) (latency time.Duration, before bool, afte
 // same key while the first is running: 409. do calls wait where the injected
 // latency belongs (a confirm, once its intent shows "processing").
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params, op string, do func(key string, wait func()) (int, any)) {
-	if !s.gate(w) {
+	if !s.gate(w, op) {
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
