@@ -35,10 +35,10 @@ type rig struct {
 	requests, dlq, group string
 	apiAddr, opsAddr     string
 	apiOpsAddr           string
-	httpGap, eventGap    time.Duration // pauses of the traffic's clients between requests
+	httpGap, eventGap    time.Duration     // pauses of the traffic's clients between requests
 	apiEnv               map[string]string // added to the API processes' environment
-	fleetAPIs            []string      // when set, POSTs go round-robin to these API addresses
-	next                 atomic.Int64  // round-robin position
+	fleetAPIs            []string          // when set, POSTs go round-robin to these API addresses
+	next                 atomic.Int64      // round-robin position
 	mu                   sync.Mutex
 	keys                 []string // workflow IDs the clients asked for
 }
