@@ -14,6 +14,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
 )
 
@@ -59,7 +60,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	}
 	c.PaymentsURL = e.String("PAYMENTS_URL", "http://127.0.0.1:8099")
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
-	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", 10*time.Second)
+	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", provider.DefaultTimeout)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	c.CodecOrigin = e.String("CODEC_CORS_ORIGIN", "")
 	if err := e.Err(); err != nil {
