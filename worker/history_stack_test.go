@@ -71,11 +71,14 @@ func TestRealHistoriesReplay(t *testing.T) {
 	}
 	histories["order_cancelled_after_payment"] = history(t, ctx, h.Temporal, id)
 
-	// The lookups of unknown outcomes: a saved 500 after the charge (found), and a
-	// saved 500 without one (not found, charged with the next key).
+	// Unknown outcomes settled by reading the intent: a saved 500 after the confirm
+	// charged (succeeded), and before it ran (confirmed again with the next key); a
+	// creation whose answer was lost (created again, the orphan swept).
 	for name, faults := range map[string]sandbox.Faults{
-		"order_unknown_found_by_lookup":      {FailAfter: 1},
-		"order_unknown_charged_again":        {FailBefore: 1},
+		"order_confirm_unknown_read_back":    {Only: "confirm", FailAfter: 1},
+		"order_confirm_never_ran_sent_again": {Only: "confirm", FailBefore: 1},
+		"order_intent_lost_created_again":    {Only: "create", FailAfter: 1},
+		"order_confirm_slow_key_in_use":      {Only: "confirm", LatencyMS: 3000, Slow: 1},
 		"order_credentials_refused_at_first": {UnauthorizedMS: 3000},
 	} {
 		h.Sim.SetFaults(faults)
