@@ -60,21 +60,6 @@ func TestChaosPaymentIntentFaults(t *testing.T) {
 	}
 }
 
-// postBody sends one POST with body and returns its status and the order ID.
-func (r *rig) postBody(t *testing.T, key, body string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+r.apiKey)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode, order.IDFor(order.WorkflowID(r.tenant, order.FromHTTP, key))
-}
-
 // settledLedger is the summary line of one order that ends other than PAID: the
 // provider's charges and refunds of the order net want, and so do the payments
 // rows, none pending.

@@ -23,10 +23,18 @@ import (
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
-// postOrder sends one POST and returns its status and the order ID it answered.
+// postOrder sends one POST of the rig's order and returns its status and the
+// order ID it answered.
 func (r *rig) postOrder(t *testing.T, key string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(orderJSON))
+	return r.postBody(t, key, orderJSON)
+}
+
+// postBody sends one POST with body and returns its status and the order ID it
+// answered.
+func (r *rig) postBody(t *testing.T, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+r.apiKey)
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Content-Type", "application/json")

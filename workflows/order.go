@@ -227,13 +227,7 @@ func (r *run) process(ctx workflow.Context) error {
 	if r.cancelRequested {
 		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 	}
-	charge := r.payByIntent
-	switch {
-	case r.beforePayments:
-		charge = r.chargeBeforePayments
-	case r.beforeIntents:
-		charge = r.chargeBeforeIntents
-	}
+	charge, _ := r.paymentPath()
 	if charged, err := charge(ctx); !charged {
 		return err
 	}
@@ -262,6 +256,18 @@ func (r *run) process(ctx workflow.Context) error {
 func (r *run) step(key string) activities.Step {
 	o := r.in.Order
 	return activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: key}
+}
+
+// paymentPath is how the run pays and refunds: one PaymentIntent, or the path of
+// the first change it predates.
+func (r *run) paymentPath() (charge func(workflow.Context) (bool, error), refund func(workflow.Context) (string, error)) {
+	switch {
+	case r.beforePayments:
+		return r.chargeBeforePayments, r.refundBeforePayments
+	case r.beforeIntents:
+		return r.chargeBeforeIntents, r.refundBeforeIntents
+	}
+	return r.payByIntent, r.refundIntent
 }
 
 // chargeInput asks for the order's charge with key.
@@ -330,13 +336,7 @@ func (r *run) markPaid(ctx workflow.Context) error {
 
 // refundAndEnd is the compensation for a charge that must not stand.
 func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
-	refund := r.refundIntent
-	switch {
-	case r.beforePayments:
-		refund = r.refundBeforePayments
-	case r.beforeIntents:
-		refund = r.refundBeforeIntents
-	}
+	_, refund := r.paymentPath()
 	refundID, err := refund(ctx)
 	if err != nil {
 		r.res.Failure = reason + "; refund failed: " + rootMessage(err)
