@@ -126,15 +126,16 @@ func (a *Payments) RetrieveIntent(ctx context.Context, in RetrieveInput) (Intent
 }
 
 // record settles a confirm's ledger row by what the intent shows, once that is
-// final: succeeded; declined (it needs another payment method after an attempt);
-// absent (the confirm never ran, or the intent was canceled). Processing and
-// requires_action leave the row pending.
+// final: succeeded (unless another key's row holds the intent's one charge);
+// declined (it needs another payment method after an attempt); absent (the confirm
+// never ran, or the intent was canceled). Processing and requires_action leave the
+// row pending.
 func (a *Payments) record(ctx context.Context, key string, pi provider.Intent) (IntentState, error) {
 	st := IntentState{IntentID: pi.ID, Status: pi.Status, ChargeID: pi.Charge, Declined: pi.Declined}
 	var status ledger.Status
 	switch pi.Status {
 	case IntentSucceeded:
-		status = ledger.Succeeded
+		return st, a.ledger.SettleIntentCharge(ctx, key, pi.ID, pi.Charge)
 	case IntentRequiresPaymentMethod:
 		status = ledger.Absent
 		if pi.Declined != "" {
@@ -145,7 +146,7 @@ func (a *Payments) record(ctx context.Context, key string, pi provider.Intent) (
 	default:
 		return st, nil
 	}
-	return st, a.ledger.Settle(ctx, key, status, pi.Charge)
+	return st, a.ledger.Settle(ctx, key, status, "")
 }
 
 // RefundIntentInput asks to refund the order's intent, with Key.

@@ -109,6 +109,21 @@ func (s *Store) Settle(ctx context.Context, key string, status Status, providerI
 	return nil
 }
 
+// SettleIntentCharge records that the confirm made with key found its intent
+// succeeded with chargeID. An intent charges once, so its charge is recorded on one
+// row only: when another key's row already holds it, this key charged nothing.
+func (s *Store) SettleIntentCharge(ctx context.Context, key, intentID, chargeID string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE payments k SET provider_id = $3, updated_at = now(),
+		       status = CASE WHEN EXISTS (SELECT 1 FROM payments o WHERE o.intent_id = $2 AND o.kind = $4
+		                                  AND o.status = $5 AND o.idempotency_key <> $1) THEN $6 ELSE $5 END
+		WHERE idempotency_key = $1 AND status <> $5`, key, intentID, chargeID, Charge, Succeeded, Absent)
+	if err != nil {
+		return fmt.Errorf("record the charge of intent %s under %s: %w", intentID, key, err)
+	}
+	return nil
+}
+
 // MarkAbsent records that a lookup found none of the order's payments of kind:
 // every row still pending or unknown becomes absent.
 func (s *Store) MarkAbsent(ctx context.Context, orderID string, kind Kind) error {
