@@ -67,9 +67,10 @@ func observe(logger *slog.Logger, m *metrics) func(http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			took := time.Since(began)
-			trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
-			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-			m.duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
+			method := methodLabel(r.Method)
+			trace.SpanFromContext(r.Context()).SetName(method + " " + route)
+			m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(route, method).Observe(took.Seconds())
 			logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 				slog.String("request_id", middleware.GetReqID(r.Context())),
 				slog.String("method", r.Method),
@@ -81,6 +82,18 @@ func observe(logger *slog.Logger, m *metrics) func(http.Handler) http.Handler {
 			)
 		})
 	}
+}
+
+// methodLabel is a request's method as a label: one HTTP defines, or "other", so
+// made-up methods (anyone can send one, before authentication) cannot grow the
+// series or the span names.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 // recoverer turns a panic into a 500 problem and a log line with the request ID.
