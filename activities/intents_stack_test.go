@@ -18,23 +18,56 @@ import (
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
-// A second confirm of an intent that already succeeded charges nothing: the ledger
-// records the intent's charge once, whichever keys asked, so it nets what the
-// provider holds.
-func TestIntentChargeIsRecordedOnce(t *testing.T) {
+// newPayments is the payment activities on the stack's Postgres and an in-process
+// sandbox, with an order recorded for them to pay.
+func newPayments(t *testing.T) (*activities.Payments, *provider.Client, *sandbox.Server, order.Order) {
+	t.Helper()
 	pool := stacktest.Pool(t)
 	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	pay := activities.NewPayments(pool, provider.New(srv.URL, "", 5*time.Second, nil), activities.NewPaymentMetrics(prometheus.NewRegistry()))
-	ctx := context.Background()
-
+	prov := provider.New(srv.URL, "", 5*time.Second, nil)
 	wf := order.WorkflowID(stacktest.Name("tenant"), order.FromHTTP, "k")
 	o := order.Order{ID: order.IDFor(wf), Tenant: "t", WorkflowID: wf, CustomerID: "c", Currency: "USD",
 		Items: []order.Item{{SKU: "s", Quantity: 1, UnitAmount: 700}}, Amount: 700, PaymentMethod: "pm_card_visa"}
-	if err := orderstore.New(pool).Insert(ctx, o); err != nil {
+	if err := orderstore.New(pool).Insert(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
+	return activities.NewPayments(pool, prov, activities.NewPaymentMetrics(prometheus.NewRegistry())), prov, sim, o
+}
+
+// On the Charges path, a refund's lookup counts the charge refunded only when the
+// refunds add up to it: one cent refunded by someone else is not our refund.
+func TestChargesPathRefundLookupIsNotAnyRefund(t *testing.T) {
+	pay, prov, _, o := newPayments(t)
+	ctx := context.Background()
+	step := activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: order.PaymentKey(o.WorkflowID, "charge", 0)}
+	ch, err := pay.Charge(ctx, activities.ChargeInput{Step: step, PaymentMethod: o.PaymentMethod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prov.Refund(ctx, "someone-else", ch.ChargeID, 1); err != nil {
+		t.Fatal(err)
+	}
+	in := activities.LookupInput{OrderID: o.ID, ChargeID: ch.ChargeID, Key: order.PaymentKey(o.WorkflowID, "refund", 0), Amount: o.Amount}
+	if res, err := pay.Lookup(ctx, in); err != nil || res.Found {
+		t.Fatalf("after a 1-cent refund by someone else: %+v, %v; want not found", res, err)
+	}
+	if _, err := prov.Refund(ctx, "the-rest", ch.ChargeID, o.Amount-1); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := pay.Lookup(ctx, in); err != nil || !res.Found {
+		t.Fatalf("after the rest was refunded: %+v, %v; want found", res, err)
+	}
+}
+
+// A second confirm of an intent that already succeeded charges nothing: the ledger
+// records the intent's charge once, whichever keys asked, so it nets what the
+// provider holds.
+func TestIntentChargeIsRecordedOnce(t *testing.T) {
+	pay, _, sim, o := newPayments(t)
+	ctx := context.Background()
+	wf := o.WorkflowID
 	step := func(op string, gen int) activities.Step {
 		return activities.Step{WorkflowID: wf, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: order.PaymentKey(wf, op, gen)}
 	}
@@ -53,7 +86,7 @@ func TestIntentChargeIsRecordedOnce(t *testing.T) {
 	}
 	var net int64
 	var succeeded int
-	if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(amount), 0), count(*) FROM payments WHERE order_id = $1 AND kind = 'charge' AND status = 'succeeded'`, o.ID).
+	if err := stacktest.Pool(t).QueryRow(ctx, `SELECT COALESCE(sum(amount), 0), count(*) FROM payments WHERE order_id = $1 AND kind = 'charge' AND status = 'succeeded'`, o.ID).
 		Scan(&net, &succeeded); err != nil {
 		t.Fatal(err)
 	}

@@ -148,6 +148,10 @@ type LookupInput struct {
 	OrderID  string
 	ChargeID string
 	Key      string
+	// Amount is what a refund must give back: the charge counts as refunded only
+	// when its refunds, anyone's, add up to it. Zero in lookups scheduled before it
+	// existed, which took any refund.
+	Amount int64
 }
 
 // LookupResult is what the provider holds: the succeeded charge (or refund), if any.
@@ -179,10 +183,14 @@ func (a *Payments) Lookup(ctx context.Context, in LookupInput) (LookupResult, er
 		if err != nil {
 			return res, a.lookupFailed(err)
 		}
+		var refunded int64
 		for _, r := range refunds {
 			if r.Status == "succeeded" || r.Status == "pending" {
-				res = LookupResult{Found: true, ID: r.ID}
-				break
+				refunded += r.Amount
+				if refunded >= in.Amount {
+					res = LookupResult{Found: true, ID: r.ID}
+					break
+				}
 			}
 		}
 	}

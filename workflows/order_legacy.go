@@ -137,7 +137,7 @@ func (r *run) lookupCharge(ctx workflow.Context, chargeID, key string) (activiti
 		return res, err
 	}
 	err := workflow.ExecuteActivity(r.lookup, r.payments.Lookup, activities.LookupInput{
-		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key,
+		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key, Amount: r.in.Order.Amount,
 	}).Get(ctx, &res)
 	if err != nil {
 		return res, fmt.Errorf("look up %s: %w", key, err)
