@@ -25,8 +25,8 @@ const (
 	ErrCardDeclined = "CardDeclined"
 	// ErrPaymentRejected: the provider refused the request for good (invalid).
 	ErrPaymentRejected = "PaymentRejected"
-	// ErrPaymentUnknown: the provider replays a saved 5xx for the key; whether it
-	// charged can only be found by looking the charge up.
+	// ErrPaymentUnknown: the provider replays a saved 5xx for the key; what it did
+	// can only be found by reading the intent (on the Charges path, a lookup).
 	ErrPaymentUnknown = "PaymentUnknown"
 	// ErrProviderUnauthorized: the provider refused our credentials; nothing ran,
 	// and the same key is safe to send again once they are fixed.

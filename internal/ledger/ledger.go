@@ -21,7 +21,7 @@ const (
 	Declined  Status = "declined"  // the card's issuer said no
 	Rejected  Status = "rejected"  // the provider refused the request for good
 	Unknown   Status = "unknown"   // the provider replays a saved 5xx: only a lookup can tell
-	Absent    Status = "absent"    // a lookup found nothing for it
+	Absent    Status = "absent"    // the intent, or a lookup, shows this key did nothing
 )
 
 // Kind is what a payment does.
