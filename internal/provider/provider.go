@@ -164,15 +164,8 @@ func (c *Client) CancelIntent(ctx context.Context, key, intentID string) (Intent
 // provider's search, which is eventually consistent: used to sweep orphans, never
 // to decide an outcome.
 func (c *Client) SearchIntents(ctx context.Context, orderID string) ([]Intent, error) {
-	p := &stripe.PaymentIntentSearchParams{SearchParams: stripe.SearchParams{Query: "metadata['order_id']:'" + orderID + "'"}}
-	var out []Intent
-	for pi, err := range c.sc.V1PaymentIntents.Search(ctx, p) {
-		if err != nil {
-			return nil, asError(err)
-		}
-		out = append(out, intentOf(pi))
-	}
-	return out, nil
+	p := &stripe.PaymentIntentSearchParams{SearchParams: byOrder(orderID)}
+	return collect(c.sc.V1PaymentIntents.Search(ctx, p), intentOf)
 }
 
 // RefundIntent refunds amount of the intent's charge; metadata lets a lookup tell
@@ -213,15 +206,8 @@ func (c *Client) Refund(ctx context.Context, key, chargeID string, amount int64)
 // SearchCharges returns the charges whose metadata order_id is orderID, by the
 // provider's eventually consistent search (the Charges API's lookup).
 func (c *Client) SearchCharges(ctx context.Context, orderID string) ([]Charge, error) {
-	p := &stripe.ChargeSearchParams{SearchParams: stripe.SearchParams{Query: "metadata['order_id']:'" + orderID + "'"}}
-	var out []Charge
-	for ch, err := range c.sc.V1Charges.Search(ctx, p) {
-		if err != nil {
-			return nil, asError(err)
-		}
-		out = append(out, chargeOf(ch))
-	}
-	return out, nil
+	p := &stripe.ChargeSearchParams{SearchParams: byOrder(orderID)}
+	return collect(c.sc.V1Charges.Search(ctx, p), chargeOf)
 }
 
 // ListRefunds returns the refunds of a charge.
@@ -230,12 +216,24 @@ func (c *Client) ListRefunds(ctx context.Context, chargeID string) ([]Refund, er
 }
 
 func (c *Client) refunds(ctx context.Context, p *stripe.RefundListParams) ([]Refund, error) {
-	var out []Refund
-	for re, err := range c.sc.V1Refunds.List(ctx, p) {
+	return collect(c.sc.V1Refunds.List(ctx, p), refundOf)
+}
+
+// byOrder is the search for the objects whose metadata order_id is orderID (an
+// order ID is derived, "ord_" and base32: nothing in it needs quoting).
+func byOrder(orderID string) stripe.SearchParams {
+	return stripe.SearchParams{Query: "metadata['order_id']:'" + orderID + "'"}
+}
+
+// collect reads a list or a search to its end, page by page, converting each
+// object.
+func collect[T, U any](seq stripe.Seq2[T, error], conv func(T) U) ([]U, error) {
+	var out []U
+	for v, err := range seq {
 		if err != nil {
 			return nil, asError(err)
 		}
-		out = append(out, refundOf(re))
+		out = append(out, conv(v))
 	}
 	return out, nil
 }
