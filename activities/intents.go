@@ -125,6 +125,21 @@ func (a *Payments) RetrieveIntent(ctx context.Context, in RetrieveInput) (Intent
 	return a.record(ctx, in.Key, pi)
 }
 
+// ErrIntentPending is the retryable error of AwaitIntent while the intent is
+// processing or waits on its customer.
+const ErrIntentPending = "IntentPending"
+
+// AwaitIntent reads the intent like RetrieveIntent until it leaves processing (or
+// waiting on its customer): each read is an attempt of this activity, paced by the
+// workflow's retry policy, so a wait of any length adds nothing to the history.
+func (a *Payments) AwaitIntent(ctx context.Context, in RetrieveInput) (IntentState, error) {
+	st, err := a.RetrieveIntent(ctx, in)
+	if err == nil && (st.Status == IntentProcessing || st.Status == IntentRequiresAction) {
+		return st, temporal.NewApplicationError("payment intent "+in.IntentID+" is "+st.Status, ErrIntentPending)
+	}
+	return st, err
+}
+
 // record settles a confirm's ledger row by what the intent shows, once that is
 // final: succeeded (unless another key's row holds the intent's one charge);
 // declined (it needs another payment method after an attempt); absent (the confirm

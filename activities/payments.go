@@ -18,8 +18,11 @@ import (
 	"github.com/orderflow/orderflow/internal/provider"
 )
 
-// Temporal error types of payment outcomes, all non-retryable: a retry of the same
-// activity cannot change them.
+// Temporal error types of payment outcomes. The final ones (declined, rejected,
+// unknown) are non-retryable: a retry of the same activity cannot change them.
+// Refused credentials and a key in use are retryable: the same key is safe to send
+// again, so the workflow's retry policy waits them out (attempts add nothing to
+// its history), or lists them as non-retryable to act on them itself.
 const (
 	// ErrCardDeclined: a definite no from the card's issuer.
 	ErrCardDeclined = "CardDeclined"
@@ -261,14 +264,14 @@ func (a *Payments) send(ctx context.Context, p ledger.Payment, of string) (strin
 // verdict is what a provider error means for the ledger and the workflow.
 type verdict struct {
 	status  ledger.Status // what the ledger records; "" for nothing
-	errType string        // the non-retryable error type; "" to let Temporal retry
+	errType string        // the error's type; "" for an untyped error Temporal retries
 }
 
 // classify reads a provider error: final answers and saved 5xx are non-retryable
 // (typed) and recorded; refused credentials and a key still in use (409: the first
-// request runs on) are non-retryable here, recorded nowhere, and waited out by the
-// workflow with the same key; anything else (a fresh 5xx, 429, timeouts, network)
-// is left for Temporal to retry.
+// request runs on) are typed, recorded nowhere, and sent again with the same key
+// once the workflow's policy allows; anything else (a fresh 5xx, 429, timeouts,
+// network) is left for Temporal to retry.
 func classify(err error) verdict {
 	var perr *provider.Error
 	switch {
@@ -301,6 +304,9 @@ func (a *Payments) failed(ctx context.Context, key string, err error) error {
 		if serr := a.ledger.Settle(ctx, key, v.status, ""); serr != nil {
 			return serr
 		}
+	}
+	if v.errType == ErrProviderUnauthorized || v.errType == ErrPaymentInFlight {
+		return temporal.NewApplicationError(err.Error(), v.errType)
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), v.errType, nil)
 }

@@ -5,6 +5,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -24,6 +25,8 @@ const (
 type PlaceOrder struct {
 	Order order.Order
 	Policy
+	// Resume is set when a run continues as new: where the last one stopped.
+	Resume *Resume `json:",omitempty"`
 }
 
 // Policy is how the workflow treats time; both ingresses start workflows with the
@@ -61,6 +64,10 @@ const (
 	// changeIntents protects runs that pay through the Charges API, reconciled by
 	// search, instead of one PaymentIntent read back by ID.
 	changeIntents = "payment-intents"
+	// changeBoundedHistory protects runs that wait out refused credentials, a key in
+	// use, a processing intent and Postgres outages with workflow timers, and never
+	// continue as new.
+	changeBoundedHistory = "bounded-history"
 )
 
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
@@ -86,8 +93,11 @@ type OrderResult struct {
 type steps struct {
 	store        workflow.Context // a local activity unless storeRegular
 	storeRegular bool             // runs before changeLocalStore
+	storeRetry   workflow.Context // the regular store once its local attempts failed; nil before changeBoundedHistory
 	pay          workflow.Context // the Charges API's calls, and refunds
-	intent       workflow.Context // creating and confirming the order's PaymentIntent
+	intent       workflow.Context // creating and refunding the order's PaymentIntent
+	confirm      workflow.Context // confirming it
+	poll         workflow.Context // reading it until it settles; nil before changeBoundedHistory
 	lookup       workflow.Context
 	publishRetry workflow.Context // the regular publish
 	publishLocal workflow.Context // its local first attempt; nil in runs before changeLocalPublish
@@ -100,37 +110,57 @@ func retryForever(maxInterval time.Duration, nonRetryable ...string) *temporal.R
 		MaximumInterval: maxInterval, NonRetryableErrorTypes: nonRetryable}
 }
 
-// currentSteps are the options of runs started since every versioned change. The
-// charge gets a few quick attempts with the same key; past those its outcome is
-// unknown and a lookup decides. A local activity's retries stop at its
-// ScheduleToCloseTimeout, which defaults to one attempt's timeout: the store's is
-// set out of reach (the worker heartbeats the workflow task meanwhile). The
+// currentSteps are the options of runs started since every versioned change.
+//
+// Every wait that can last as long as an outage is an activity's retry policy,
+// whose attempts add nothing to the history: refused credentials and a key in use
+// are sent again with the same key, a processing intent is read again, a Postgres
+// step is retried. What is left to the workflow's own loops (a new key after a
+// saved 5xx) is bounded by continuing as new (turn).
+//
+// The store is a local activity, short and idempotent, for up to a minute of
+// in-process attempts; past that Postgres is down, and the regular activity waits
+// for it (local retries would add timers and workflow tasks to the history). The
 // publish's local attempt is one: a local activity holds a workflow task slot while
 // it runs, so retried through a Kafka outage the publishes would take every slot
 // and stop other orders' charges; and an attempt cut off by its timeout may still
 // land in Kafka, so each retry may add a copy. When it fails, the regular publish
 // retries until Kafka takes the event.
 func currentSteps(ctx workflow.Context) steps {
+	intent := func(nonRetryable ...string) workflow.Context {
+		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 2 * time.Minute, // above the provider client's 80 s
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy:         retryForever(30*time.Second, nonRetryable...),
+		})
+	}
+	final := []string{activities.ErrCardDeclined, activities.ErrPaymentRejected, activities.ErrPaymentUnknown}
 	return steps{
 		store: workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			ScheduleToCloseTimeout: noDeadline,
+			ScheduleToCloseTimeout: time.Minute,
 			StartToCloseTimeout:    10 * time.Second,
-			RetryPolicy:            retryForever(30*time.Second, activities.ErrInvalidTransition),
+			// Under the workflow task's timeout, so every retry stays in process.
+			RetryPolicy: retryForever(5*time.Second, activities.ErrInvalidTransition),
+		}),
+		storeRetry: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 10 * time.Second,
+			RetryPolicy:         retryForever(30*time.Second, activities.ErrInvalidTransition),
 		}),
 		pay: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Second,
 			HeartbeatTimeout:    5 * time.Second,
 			RetryPolicy: &temporal.RetryPolicy{
 				InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 4,
-				NonRetryableErrorTypes: []string{activities.ErrCardDeclined, activities.ErrPaymentRejected,
-					activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized},
+				NonRetryableErrorTypes: slices.Concat(final, []string{activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight}),
 			},
 		}),
-		intent: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 2 * time.Minute, // above the provider client's 80 s
-			HeartbeatTimeout:    5 * time.Second,
-			RetryPolicy: retryForever(30*time.Second, activities.ErrCardDeclined, activities.ErrPaymentRejected,
-				activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight),
+		intent: intent(final...),
+		// A confirm whose key is in use is answered by reading the intent.
+		confirm: intent(slices.Concat(final, []string{activities.ErrPaymentInFlight})...),
+		poll: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: sameKeyRetry, BackoffCoefficient: 2,
+				MaximumInterval: maxIntentPoll},
 		}),
 		lookup: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Second,
@@ -153,28 +183,37 @@ func currentSteps(ctx workflow.Context) steps {
 // takes: the current one, or the legacy one of the first change it predates.
 func stepsFor(ctx workflow.Context) (steps, legacy) {
 	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true}
+		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true}
 	}
 	s := currentSteps(ctx)
+	old := stepsBeforeBoundedHistory(ctx, s)
 	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforeLocalStore(ctx, s), legacy{beforeIntents: true}
+		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true}
 	}
 	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		s.publishLocal = nil
-		return s, legacy{beforeIntents: true}
+		old.publishLocal = nil
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true}
 	}
 	if workflow.GetVersion(ctx, changeIntents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return s, legacy{beforeIntents: true}
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true}
+	}
+	if workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return old, legacy{beforeBoundedHistory: true}
 	}
 	return s, legacy{}
 }
 
-// storeStep runs a Postgres step of the order.
-func (r *run) storeStep(activity any, args ...any) workflow.Future {
+// storeStep runs a Postgres step of the order: locally, then, if Postgres is still
+// not answering, as a regular activity that waits for it.
+func (r *run) storeStep(ctx workflow.Context, activity any, args ...any) error {
 	if r.storeRegular {
-		return workflow.ExecuteActivity(r.store, activity, args...)
+		return workflow.ExecuteActivity(r.store, activity, args...).Get(ctx, nil)
 	}
-	return workflow.ExecuteLocalActivity(r.store, activity, args...)
+	err := workflow.ExecuteLocalActivity(r.store, activity, args...).Get(ctx, nil)
+	if err == nil || r.storeRetry == nil || errorType(err) == activities.ErrInvalidTransition {
+		return err
+	}
+	return workflow.ExecuteActivity(r.storeRetry, activity, args...).Get(ctx, nil)
 }
 
 type run struct {
@@ -184,7 +223,11 @@ type run struct {
 	res             OrderResult
 	cancelRequested bool
 	done            bool
-	orphans         bool // a creation's answer was lost: sweepOrphans runs at the end
+	orphans         bool        // a creation's answer was lost: sweepOrphans runs at the end
+	gens            Generations // the payment keys' generations in use
+	ending          *Ending     // the refund in progress, and the end it leads to
+	turns           int         // the payment loops' turns in this run
+	resting         bool        // the run is about to continue as new
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -221,11 +264,18 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 
 func (r *run) process(ctx workflow.Context) error {
 	r.steps, r.legacy = stepsFor(ctx)
-	if err := r.storeStep(r.orders.RecordOrder, r.in.Order).Get(ctx, nil); err != nil {
-		return fmt.Errorf("record order: %w", err)
-	}
-	if r.cancelRequested {
-		return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+	if rs := r.in.Resume; rs != nil {
+		r.res, r.gens, r.orphans, r.cancelRequested = rs.Result, rs.Gens, rs.Orphans, r.cancelRequested || rs.CancelRequested
+		if e := rs.Ending; e != nil {
+			return r.refundAndEnd(ctx, e.To, e.Event, e.Reason)
+		}
+	} else {
+		if err := r.storeStep(ctx, r.orders.RecordOrder, r.in.Order); err != nil {
+			return fmt.Errorf("record order: %w", err)
+		}
+		if r.cancelRequested {
+			return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+		}
 	}
 	charge, _ := r.paymentPath()
 	if charged, err := charge(ctx); !charged {
@@ -277,9 +327,9 @@ func (r *run) chargeInput(key string) activities.ChargeInput {
 
 // move records a status in the read model and in the workflow's own view.
 func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
-	err := r.storeStep(r.orders.Transition, activities.Transition{
+	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: to, PaymentRef: paymentRef,
-	}).Get(ctx, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("record %s: %w", to, err)
 	}
@@ -336,6 +386,7 @@ func (r *run) markPaid(ctx workflow.Context) error {
 
 // refundAndEnd is the compensation for a charge that must not stand.
 func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
+	r.ending = &Ending{To: to, Event: event, Reason: reason}
 	_, refund := r.paymentPath()
 	refundID, err := refund(ctx)
 	if err != nil {
@@ -360,9 +411,9 @@ func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) e
 	if to != order.StatusCancelled {
 		failure = reason
 	}
-	err := r.storeStep(r.orders.Transition, activities.Transition{
+	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: to, Failure: failure,
-	}).Get(ctx, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("record %s: %w", to, err)
 	}
@@ -403,13 +454,70 @@ func (r *run) validateCancel() error {
 	return nil
 }
 
+// ErrCancelPending is the error type of the cancel update's answer when the run
+// continues as new before the order settled: the cancel is accepted, and the next
+// run carries it out.
+const ErrCancelPending = "CancelPending"
+
 // cancel asks the main flow to cancel and answers once the order has settled.
 func (r *run) cancel(ctx workflow.Context) (OrderResult, error) {
 	r.cancelRequested = true
-	if err := workflow.Await(ctx, func() bool { return r.res.Status.Terminal() || r.res.Fulfilled || r.done }); err != nil {
+	settled := func() bool { return r.res.Status.Terminal() || r.res.Fulfilled || r.done }
+	if err := workflow.Await(ctx, func() bool { return settled() || r.resting }); err != nil {
 		return r.res, err
 	}
+	if !settled() {
+		return r.res, temporal.NewApplicationError("cancel accepted; the order settles in the workflow's next run", ErrCancelPending)
+	}
 	return r.res, nil
+}
+
+// maxTurns bounds the turns of a run's payment loops, each a new key after an
+// unknown outcome (a saved 5xx) and about a dozen history events: past it, or
+// when the server suggests it, the run continues as new with its state. A run's
+// history stays under about 600 events however long the outage lasts, against
+// Temporal's limit of 51,200.
+const maxTurns = 40
+
+// Resume is what a run hands to the run it continues as: the order as it stands
+// and the keys in use, so the next run sends what this one would have.
+type Resume struct {
+	Result          OrderResult
+	Gens            Generations
+	Orphans         bool
+	CancelRequested bool
+	Ending          *Ending `json:",omitempty"`
+}
+
+// Generations are the generations of the order's payment keys in use.
+type Generations struct {
+	Create, Confirm, Refund int
+	Refused                 int // refunds the provider refused
+}
+
+// Ending is a refund in progress and the end it leads to.
+type Ending struct {
+	To     order.Status
+	Event  string
+	Reason string
+}
+
+// turn counts one turn of a payment loop, and continues the run as new once it has
+// taken maxTurns. An open cancel update answers first (ErrCancelPending).
+func (r *run) turn(ctx workflow.Context) error {
+	if r.beforeBoundedHistory {
+		return nil
+	}
+	if r.turns++; r.turns < maxTurns && !workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		return nil
+	}
+	r.resting = true
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := r.in
+	next.Resume = &Resume{Result: r.res, Gens: r.gens, Orphans: r.orphans, CancelRequested: r.cancelRequested, Ending: r.ending}
+	return workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
 }
 
 // rootMessage is the innermost error's message, for a readable failure reason.

@@ -24,6 +24,30 @@ type legacy struct {
 	// beforeIntents: the order is paid through the Charges API, its unknown
 	// outcomes looked up by search after the provider's consistency window.
 	beforeIntents bool
+	// beforeBoundedHistory: refused credentials, a key in use and a processing
+	// intent are waited out with workflow timers, the store retries locally
+	// without end, and the run never continues as new.
+	beforeBoundedHistory bool
+}
+
+// stepsBeforeBoundedHistory are the options of runs started before
+// changeBoundedHistory: s with the PaymentIntent calls typed for the workflow's
+// own waits, and the store local without a deadline.
+func stepsBeforeBoundedHistory(ctx workflow.Context, s steps) steps {
+	s.intent = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy: retryForever(30*time.Second, activities.ErrCardDeclined, activities.ErrPaymentRejected,
+			activities.ErrPaymentUnknown, activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight),
+	})
+	s.confirm = s.intent
+	s.store = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: noDeadline,
+		StartToCloseTimeout:    10 * time.Second,
+		RetryPolicy:            retryForever(30*time.Second, activities.ErrInvalidTransition),
+	})
+	s.storeRetry, s.poll = nil, nil
+	return s
 }
 
 // stepsBeforePayments are the options of runs started before changePayments:
@@ -41,7 +65,8 @@ func stepsBeforePayments(ctx workflow.Context) steps {
 		storeRegular: true,
 		store:        regular(10*time.Second, 0, 10*time.Minute, backoff(200*time.Millisecond, 10*time.Second, activities.ErrInvalidTransition)),
 		pay: regular(30*time.Second, 5*time.Second, time.Hour,
-			backoff(time.Second, 30*time.Second, activities.ErrCardDeclined, activities.ErrPaymentRejected)),
+			backoff(time.Second, 30*time.Second, activities.ErrCardDeclined, activities.ErrPaymentRejected,
+				activities.ErrProviderUnauthorized)),
 		publishRetry: regular(15*time.Second, 5*time.Second, 10*time.Minute, backoff(500*time.Millisecond, 15*time.Second)),
 	}
 }

@@ -13,6 +13,19 @@ import (
 // waits on its customer).
 const maxIntentPoll = time.Minute
 
+// maxNewKeyPause caps the pause before a new key after a saved 5xx, doubling from
+// sameKeyRetry: a provider failing every request gets a new intent every few
+// minutes, not every few seconds.
+const maxNewKeyPause = 5 * time.Minute
+
+// newKeyPause is the pause before the key of generation gen+1.
+func (r *run) newKeyPause(gen int) time.Duration {
+	if r.beforeBoundedHistory {
+		return sameKeyRetry
+	}
+	return min(sameKeyRetry<<min(gen, 10), maxNewKeyPause)
+}
+
 // maxRefundRefusals bounds how often a refund refused by the provider is tried
 // again with the next key (someone may have refunded part of it meanwhile).
 const maxRefundRefusals = 3
@@ -23,22 +36,26 @@ const maxRefundRefusals = 3
 // is settled by reading the intent by ID: never by search, never by guessing. It
 // returns true once paid; otherwise it has ended the order.
 func (r *run) payByIntent(ctx workflow.Context) (bool, error) {
-	r.res.Status = order.StatusPaymentPending
-	intentID, err := r.createIntent(ctx)
-	if intentID == "" {
-		return false, err
+	if r.res.IntentID == "" { // a resumed run may have it
+		r.res.Status = order.StatusPaymentPending
+		intentID, err := r.createIntent(ctx)
+		if intentID == "" {
+			return false, err
+		}
+		r.res.IntentID = intentID
 	}
-	r.res.IntentID = intentID
 	return r.confirmIntent(ctx)
 }
 
 // createIntent creates the order's intent with the key of generation 0. Only when
 // a creation's answer is lost for good (a saved 5xx) does the next generation's
 // key create another: the first, if it exists, was never recorded, so it is never
-// confirmed and moves no money; sweepOrphans cancels it.
+// confirmed and moves no money; sweepOrphans cancels it. Refused credentials and a
+// key in use are waited out by the activity's retry policy (by this loop in runs
+// before changeBoundedHistory).
 func (r *run) createIntent(ctx workflow.Context) (string, error) {
-	for gen := 0; ; {
-		key := order.PaymentKey(r.in.Order.WorkflowID, "intent", gen)
+	for {
+		key := order.PaymentKey(r.in.Order.WorkflowID, "intent", r.gens.Create)
 		var res activities.IntentResult
 		err := workflow.ExecuteActivity(r.intent, r.payments.CreateIntent, activities.IntentInput{
 			Step: r.step(key), Tenant: r.in.Order.Tenant, PaymentMethod: r.in.Order.PaymentMethod,
@@ -61,10 +78,13 @@ func (r *run) createIntent(ctx workflow.Context) (string, error) {
 		if r.cancelRequested {
 			return "", r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 		}
-		if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+		if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Create)); err != nil {
 			return "", err
 		}
-		gen++
+		r.gens.Create++
+		if err := r.turn(ctx); err != nil {
+			return "", err
+		}
 	}
 }
 
@@ -74,11 +94,11 @@ func (r *run) createIntent(ctx workflow.Context) (string, error) {
 // confirmed (its confirm's answer lost before it ran), confirmed again with the
 // next generation's key, which cannot charge twice either.
 func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
-	for gen := 0; ; {
+	for {
 		r.res.Status = order.StatusPaymentPending
-		key := order.PaymentKey(r.in.Order.WorkflowID, "confirm", gen)
+		key := order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm)
 		var st activities.IntentState
-		err := workflow.ExecuteActivity(r.intent, r.payments.ConfirmIntent, activities.ConfirmInput{
+		err := workflow.ExecuteActivity(r.confirm, r.payments.ConfirmIntent, activities.ConfirmInput{
 			Step: r.step(key), IntentID: r.res.IntentID,
 		}).Get(ctx, &st)
 		switch kind := errorType(err); kind {
@@ -119,7 +139,10 @@ func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
 			if r.cancelRequested {
 				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the intent was never confirmed")
 			}
-			gen++
+			r.gens.Confirm++
+			if err := r.turn(ctx); err != nil {
+				return false, err
+			}
 			continue
 		}
 		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment intent "+st.Status)
@@ -127,8 +150,17 @@ func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
 }
 
 // awaitIntent reads the intent while it is processing or waits on its customer,
-// pausing before each read, from sameKeyRetry doubling up to maxIntentPoll.
+// pausing before each read, from sameKeyRetry doubling up to maxIntentPoll: one
+// activity whose attempts are the reads (workflow timers in runs before
+// changeBoundedHistory).
 func (r *run) awaitIntent(ctx workflow.Context, key string, st activities.IntentState) (activities.IntentState, error) {
+	pending := st.Status == activities.IntentProcessing || st.Status == activities.IntentRequiresAction
+	if r.poll != nil && pending {
+		err := workflow.ExecuteActivity(r.poll, r.payments.AwaitIntent, activities.RetrieveInput{
+			OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key,
+		}).Get(ctx, &st)
+		return st, err
+	}
 	for pause := sameKeyRetry; st.Status == activities.IntentProcessing || st.Status == activities.IntentRequiresAction; pause = min(2*pause, maxIntentPoll) {
 		if err := workflow.Sleep(ctx, pause); err != nil {
 			return st, err
@@ -149,9 +181,8 @@ func (r *run) awaitIntent(ctx workflow.Context, key string, st activities.Intent
 // activity first reads the intent's refunds, so it finds ours if it happened and
 // refunds only what is left otherwise.
 func (r *run) refundIntent(ctx workflow.Context) (string, error) {
-	refused := 0
-	for gen := 0; ; {
-		key := order.PaymentKey(r.in.Order.WorkflowID, "refund", gen)
+	for {
+		key := order.PaymentKey(r.in.Order.WorkflowID, "refund", r.gens.Refund)
 		var re activities.RefundResult
 		err := workflow.ExecuteActivity(r.intent, r.payments.RefundIntent, activities.RefundIntentInput{
 			Step: r.step(key), IntentID: r.res.IntentID,
@@ -161,16 +192,19 @@ func (r *run) refundIntent(ctx workflow.Context) (string, error) {
 			return re.RefundID, nil
 		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
 		case activities.ErrPaymentRejected, activities.ErrCardDeclined:
-			if refused++; refused == maxRefundRefusals {
+			if r.gens.Refused++; r.gens.Refused == maxRefundRefusals {
 				return "", err
 			}
-			gen++
+			r.gens.Refund++
 		case activities.ErrPaymentUnknown:
-			gen++
+			r.gens.Refund++
 		default:
 			return "", err
 		}
-		if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+		if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Refund)); err != nil {
+			return "", err
+		}
+		if err := r.turn(ctx); err != nil {
 			return "", err
 		}
 	}

@@ -71,6 +71,18 @@ func (e *env) onIntents(creates []error, confirms []answer, retrieves []activiti
 			rec.retrieves = append(rec.retrieves, in.Key)
 			return retrieves[nth(len(rec.retrieves), len(retrieves))], nil
 		}).Maybe()
+	// As the activity does: each attempt one read, retried while it is pending.
+	e.OnActivity(e.payments.AwaitIntent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RetrieveInput) (activities.IntentState, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			rec.retrieves = append(rec.retrieves, in.Key)
+			st := retrieves[nth(len(rec.retrieves), len(retrieves))]
+			if st.Status == activities.IntentProcessing || st.Status == activities.IntentRequiresAction {
+				return st, temporal.NewApplicationError("pending", activities.ErrIntentPending)
+			}
+			return st, nil
+		}).Maybe()
 	e.OnActivity(e.payments.RefundIntent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RefundIntentInput) (activities.RefundResult, error) {
 			f.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/config"
 )
@@ -13,13 +14,15 @@ type cfg struct {
 	config.Common
 	Serve          httpapi.ServeOptions
 	IdempotencyTTL time.Duration
+	ReplayBytes    int
 	MaxBodyBytes   int
 	KeyCacheTTL    time.Duration
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
 	e := config.New(getenv)
-	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
+	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
+		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL)}
 	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), OpsAddr: e.String("OPS_ADDR", ":9091"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
 	if err := e.Err(); err != nil {

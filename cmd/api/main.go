@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Name: "orderflow_idempotency_keys_purged_total", Help: "Expired idempotency records deleted.",
 	})
 	reg.MustRegister(purged)
-	idem := idempotency.New(base.Pool, c.IdempotencyTTL)
+	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
 	go idem.PurgeExpired(ctx, time.Minute, purged, logger)
 	handler := httpapi.NewServer(httpapi.Deps{
 		Logger:   logger,

@@ -63,9 +63,10 @@ type Store struct {
 	replays *replays
 }
 
-// New returns a store whose records expire after ttl.
-func New(pool *pgxpool.Pool, ttl time.Duration) *Store {
-	return &Store{pool: pool, ttl: ttl, replays: newReplays(replayCapacity, replayLifetime, time.Now)}
+// New returns a store whose records expire after ttl, replaying completed ones
+// from a cache of at most cacheBytes.
+func New(pool *pgxpool.Pool, ttl time.Duration, cacheBytes int) *Store {
+	return &Store{pool: pool, ttl: ttl, replays: newReplays(cacheBytes, replayLifetime, time.Now)}
 }
 
 // Claim takes the key for one request for at most lease. A claim whose lease ran out

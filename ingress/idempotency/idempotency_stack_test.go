@@ -19,7 +19,7 @@ func TestClaimLifecycle(t *testing.T) {
 	pool := stacktest.Pool(t)
 	ctx := context.Background()
 	tenant := stacktest.Name("tenant")
-	s := idempotency.New(pool, time.Hour)
+	s := idempotency.New(pool, time.Hour, idempotency.DefaultReplayBytes)
 	printOf := func(v string) idempotency.Print {
 		return idempotency.Print{Value: []byte(v), Matches: func(stored []byte) bool { return string(stored) == v }}
 	}
@@ -69,7 +69,7 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 
 	// An expired record is reclaimed, even with another body.
-	short := idempotency.New(pool, 50*time.Millisecond)
+	short := idempotency.New(pool, 50*time.Millisecond, idempotency.DefaultReplayBytes)
 	if out, _, _ := short.Claim(ctx, tenant, "old", fp, "wf-old", time.Minute); out != idempotency.Claimed {
 		t.Fatalf("claim = %v", out)
 	}
@@ -90,7 +90,7 @@ func TestClaimLifecycle(t *testing.T) {
 // flight, whichever of them inserts first.
 func TestConcurrentFirstClaimsOneWins(t *testing.T) {
 	pool := stacktest.Pool(t)
-	s := idempotency.New(pool, time.Hour)
+	s := idempotency.New(pool, time.Hour, idempotency.DefaultReplayBytes)
 	tenant := stacktest.Name("tenant")
 	fp := idempotency.Print{Value: []byte("fp"), Matches: func(stored []byte) bool { return string(stored) == "fp" }}
 	for round := range 20 {
@@ -135,7 +135,7 @@ func TestPurgeKeepsUpWithInserts(t *testing.T) {
 	}
 	purged := prometheus.NewCounter(prometheus.CounterOpts{Name: "purged"})
 	began := time.Now()
-	got, err := idempotency.New(pool, time.Hour).Purge(ctx, 1000, purged)
+	got, err := idempotency.New(pool, time.Hour, idempotency.DefaultReplayBytes).Purge(ctx, 1000, purged)
 	took := time.Since(began)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 		}
 	}
 
-	api1, api2 := idempotency.New(pool, 24*time.Hour), idempotency.New(pool, 24*time.Hour)
+	api1, api2 := idempotency.New(pool, 24*time.Hour, idempotency.DefaultReplayBytes), idempotency.New(pool, 24*time.Hour, idempotency.DefaultReplayBytes)
 	claimAndComplete(api1, "k")
 	if out, rec, err := api2.Claim(ctx, tenant, "k", fp, "wf-k", time.Minute); err != nil || out != idempotency.Replayed {
 		t.Fatalf("first read elsewhere = %v %v", out, err)
@@ -238,7 +238,7 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 	}
 
 	// Records that expire within the cache's lifetime are not cached.
-	short := idempotency.New(pool, 5*time.Minute)
+	short := idempotency.New(pool, 5*time.Minute, idempotency.DefaultReplayBytes)
 	claimAndComplete(short, "short")
 	if out, _, _ := short.Claim(ctx, tenant, "short", fp, "wf-short", time.Minute); out != idempotency.Replayed {
 		t.Fatalf("short-lived record = %v", out)

@@ -16,8 +16,13 @@ import (
 const (
 	replayLifetime = 5 * time.Minute
 	replayMinLeft  = 2 * replayLifetime
-	// replayCapacity bounds the memory: about 1 KiB per entry with a long key.
-	replayCapacity = 20000
+	// DefaultReplayBytes bounds the cache's memory (REPLAY_CACHE_BYTES): what its
+	// entries hold, keys, fingerprints and bodies, counted in bytes, since a body
+	// can be 50 bytes or 50 KiB.
+	DefaultReplayBytes = 32 << 20
+	// replayEntryOverhead is what an entry costs beyond its bytes: the map slot,
+	// the queue item, the headers of its strings and slices.
+	replayEntryOverhead = 256
 )
 
 type replayKey struct{ tenant, key string }
@@ -34,21 +39,26 @@ type queued struct {
 	seq uint64
 }
 
-// replays is a bounded first-in-first-out cache: every entry lives as long, so the
-// oldest is also the first to expire.
+// replays is a first-in-first-out cache bounded in bytes: every entry lives as
+// long, so the oldest is also the first to expire.
 type replays struct {
-	mu      sync.Mutex
-	entries map[replayKey]replayEntry
-	queue   []queued
-	head    int
-	seq     uint64
-	max     int
-	life    time.Duration
-	now     func() time.Time
+	mu       sync.Mutex
+	entries  map[replayKey]replayEntry
+	queue    []queued
+	head     int
+	seq      uint64
+	bytes    int // what the entries hold, by entrySize
+	maxBytes int
+	life     time.Duration
+	now      func() time.Time
 }
 
-func newReplays(max int, life time.Duration, now func() time.Time) *replays {
-	return &replays{entries: map[replayKey]replayEntry{}, max: max, life: life, now: now}
+func newReplays(maxBytes int, life time.Duration, now func() time.Time) *replays {
+	return &replays{entries: map[replayKey]replayEntry{}, maxBytes: maxBytes, life: life, now: now}
+}
+
+func entrySize(k replayKey, e replayEntry) int {
+	return replayEntryOverhead + len(k.tenant) + len(k.key) + len(e.WorkflowID) + len(e.Body) + len(e.fingerprint)
 }
 
 func (c *replays) get(tenant, key string) (replayEntry, bool) {
@@ -61,26 +71,36 @@ func (c *replays) get(tenant, key string) (replayEntry, bool) {
 	return e, true
 }
 
-// put keeps a completed response. An entry already there is left as it is: it
-// holds the same response.
+// put keeps a completed response, unless it alone is larger than the cache. An
+// entry already there is left as it is: it holds the same response.
 func (c *replays) put(tenant, key string, rec Record, fingerprint []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
 	k := replayKey{tenant, key}
-	if e, ok := c.entries[k]; ok && now.Before(e.expires) {
+	old, had := c.entries[k]
+	if had && now.Before(old.expires) {
 		return
 	}
+	e := replayEntry{Record: rec, fingerprint: fingerprint, expires: now.Add(c.life), seq: c.seq + 1}
+	if entrySize(k, e) > c.maxBytes {
+		return // Postgres answers it, as it does every key the cache does not hold
+	}
+	if had {
+		c.bytes -= entrySize(k, old)
+	}
 	c.seq++
-	c.entries[k] = replayEntry{Record: rec, fingerprint: fingerprint, expires: now.Add(c.life), seq: c.seq}
+	c.entries[k] = e
+	c.bytes += entrySize(k, e)
 	c.queue = append(c.queue, queued{k, c.seq})
 	for c.head < len(c.queue) {
 		q := c.queue[c.head]
 		e, ok := c.entries[q.k]
-		if ok && e.seq == q.seq && len(c.entries) <= c.max && now.Before(e.expires) {
+		if ok && e.seq == q.seq && c.bytes <= c.maxBytes && now.Before(e.expires) {
 			break
 		}
 		if ok && e.seq == q.seq {
+			c.bytes -= entrySize(q.k, e)
 			delete(c.entries, q.k)
 		}
 		c.queue[c.head] = queued{}

@@ -2,13 +2,14 @@ package idempotency
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
 
 func TestReplaysExpireAndStayBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
-	c := newReplays(3, time.Minute, func() time.Time { return now })
+	c := newReplays(3*280, time.Minute, func() time.Time { return now }) // three small entries
 	rec := func(i int) Record {
 		return Record{WorkflowID: fmt.Sprint("wf-", i), Status: 202, Body: []byte(fmt.Sprint(i))}
 	}
@@ -58,5 +59,39 @@ func TestReplaysExpireAndStayBounded(t *testing.T) {
 	}
 	if len(c.entries) != 3 || len(c.queue) > 8 {
 		t.Fatalf("%d entries, queue of %d after 1000 puts", len(c.entries), len(c.queue))
+	}
+}
+
+// A flood of distinct keys with 20 KB responses, as long item lists make: the
+// cache holds at most its bytes, and the heap stays near them.
+func TestReplaysBoundedInBytes(t *testing.T) {
+	const budget = 8 << 20
+	now := time.Unix(1000, 0)
+	c := newReplays(budget, time.Minute, func() time.Time { return now })
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 20000 {
+		body := make([]byte, 20<<10)
+		c.put("acme", fmt.Sprintf("key-%06d", i), Record{WorkflowID: fmt.Sprint("order:acme:key-", i), Status: 201, Body: body}, make([]byte, 32))
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if c.bytes > budget {
+		t.Fatalf("cache holds %d bytes, over its %d", c.bytes, budget)
+	}
+	if n := len(c.entries); n < 300 || n > budget/(20<<10) {
+		t.Fatalf("%d entries of 20 KiB in %d bytes", n, budget)
+	}
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 2*budget {
+		t.Fatalf("heap grew by %d MiB for a %d MiB cache", grown>>20, budget>>20)
+	}
+	t.Logf("%d entries, %d KiB held, heap +%d KiB", len(c.entries), c.bytes>>10, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10)
+	// One response larger than the cache is not kept, and evicts nothing.
+	n := len(c.entries)
+	c.put("acme", "huge", Record{Body: make([]byte, budget)}, nil)
+	if _, ok := c.get("acme", "huge"); ok || len(c.entries) != n {
+		t.Fatalf("a response larger than the cache: kept %v, %d entries left of %d", ok, len(c.entries), n)
 	}
 }

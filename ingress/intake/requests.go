@@ -139,6 +139,9 @@ var (
 	ErrNotFound = errors.New("no such order")
 	// errNotCancellable: the workflow refused the cancel or has closed.
 	errNotCancellable = errors.New("not cancellable")
+	// errCancelPending: the workflow accepted the cancel, and carries it out in
+	// its next run.
+	errCancelPending = errors.New("cancel pending")
 )
 
 // NotCancellableError is an order past cancelling: settled otherwise, fulfilled, or
@@ -158,6 +161,8 @@ func (s *Requests) Cancel(ctx context.Context, tenant, orderID string) (ordersto
 	defer cancel()
 	status, err := s.workflows.Cancel(cctx, view.WorkflowID)
 	switch {
+	case errors.Is(err, errCancelPending):
+		return s.get(ctx, tenant, orderID) // the order as it stands; CANCELLED once settled
 	case errors.Is(err, errNotCancellable):
 		now, gerr := s.get(ctx, tenant, orderID)
 		if gerr == nil && now.Status == order.StatusCancelled {

@@ -351,6 +351,12 @@ func TestCancel(t *testing.T) {
 	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
 		t.Fatalf("cancel answered by a decline: %v", err)
 	}
+	// Accepted, and carried into the workflow's next run: the order as it stands.
+	setStatus(order.StatusPaymentUnknown)
+	f.flows.cancelled = func(string) (order.Status, error) { return "", errCancelPending }
+	if v, err := f.api.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusPaymentUnknown {
+		t.Fatalf("cancel pending = %+v, %v", v, err)
+	}
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errors.New("deadline exceeded") }
 	var ue *UnavailableError
 	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &ue) {

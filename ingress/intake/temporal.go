@@ -68,7 +68,8 @@ func (t *Temporal) start(ctx context.Context, o order.Order, conflict enumspb.Wo
 }
 
 // Cancel sends the cancel update and waits for the order to settle. A workflow that
-// refuses it, or has closed, is errNotCancellable.
+// refuses it, or has closed, is errNotCancellable; one that accepted it and goes
+// on in its next run before the order settled is errCancelPending.
 func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status, error) {
 	h, err := t.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: workflowID, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -82,6 +83,8 @@ func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status,
 	switch {
 	case err == nil:
 		return res.Status, nil
+	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrCancelPending:
+		return "", errCancelPending
 	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrNotCancellable,
 		errors.As(err, &notFound): // the workflow has closed
 		return "", errNotCancellable

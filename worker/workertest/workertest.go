@@ -112,7 +112,7 @@ func (h *Orders) setup(cancelWindow time.Duration) intake.Setup {
 
 // APIIntake is the API process's intake on this pipeline's task queue.
 func (h *Orders) APIIntake(cancelWindow time.Duration) *intake.Requests {
-	return intake.NewAPI(h.setup(cancelWindow), idempotency.New(h.Pool, 24*time.Hour))
+	return intake.NewAPI(h.setup(cancelWindow), idempotency.New(h.Pool, 24*time.Hour, idempotency.DefaultReplayBytes))
 }
 
 // ConsumerIntake is the Kafka ingress's intake on this pipeline's task queue,
