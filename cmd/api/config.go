@@ -6,6 +6,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/config"
 )
@@ -28,8 +29,10 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	if err := e.Err(); err != nil {
 		return c, err
 	}
-	if c.Serve.DrainDelay >= c.ShutdownTimeout {
-		return c, fmt.Errorf("DRAIN_DELAY (%s) must be shorter than SHUTDOWN_TIMEOUT (%s)", c.Serve.DrainDelay, c.ShutdownTimeout)
+	if c.Serve.DrainDelay+intake.StartBudget > c.ShutdownTimeout {
+		// A placement under way at SIGTERM must finish, or release its key.
+		return c, fmt.Errorf("SHUTDOWN_TIMEOUT (%s) must cover DRAIN_DELAY (%s) and a placement's start budget (%s)",
+			c.ShutdownTimeout, c.Serve.DrainDelay, intake.StartBudget)
 	}
 	return c, nil
 }

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Registry: reg,
 		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
 		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
-			Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger}, idem),
+			Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger, Codec: base.Codec}, idem),
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 		Tracing:      traces,
 	})

@@ -94,10 +94,17 @@ func redrive(ctx context.Context, c cfg, args []string, logger *slog.Logger, std
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	pool, err := database.Open(ctx, c.DatabaseURL, 2, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	w := kafkaclient.NewWriter(c.KafkaBrokers, "")
 	defer w.Close()
-	sum, err := consumer.Redrive(ctx, c.KafkaBrokers, c.DLQTopic, ids, w, logger)
-	fmt.Fprintf(stdout, "dead letters read: %d, redriven: %d, skipped: %d\n", sum.Read, sum.Redriven, sum.Skipped)
+	sum, err := consumer.Redrive(ctx, c.KafkaBrokers, consumer.RedriveOptions{
+		DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, EventIDs: ids, Progress: 1000,
+	}, w, consumer.NewRedrives(pool), logger)
+	fmt.Fprintf(stdout, "%s -> %s: %s\n", c.DLQTopic, c.RequestsTopic, sum)
 	return err
 }
 

@@ -26,6 +26,6 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 		return kafkaclient.NewPartitionReader(c.KafkaBrokers, c.RequestsTopic, p)
 	}
 	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
-		Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger}, c.Consumer.Group)
+		Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger, Codec: base.Codec}, c.Consumer.Group)
 	return consumer.New(c.Consumer, group, readers, dlq, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

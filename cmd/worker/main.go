@@ -3,7 +3,7 @@
 //
 //	worker                                 run until SIGTERM, then drain
 //	worker migrate                         apply the database migrations and exit
-//	worker dlq redrive [--event-id ID]...  re-publish dead letters to their topic
+//	worker dlq redrive [--event-id ID]...  re-publish dead letters to the requests topic, each once
 package main
 
 import (

@@ -217,26 +217,42 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 		t.Logf("dead letter from offset %s: %s", stacktest.Header(m, consumer.HeaderOffset), stacktest.Header(m, consumer.HeaderError))
 	}
 
-	// Once the tenant exists, a redrive brings the dead-lettered event back; a second
-	// redrive is absorbed as a duplicate.
+	// Once the tenant exists, a redrive brings the dead-lettered event back, once: a
+	// second run skips it. A dead letter forged to name another topic is refused.
 	if _, err := apikeys.New(p.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), unknownTenant); err != nil {
 		t.Fatal(err)
 	}
+	elsewhere := stacktest.Topic(t, 1)
+	forged := kafka.Message{Value: event("forged", p.tenant), Headers: []kafka.Header{{Key: consumer.HeaderTopic, Value: []byte(elsewhere)}}}
+	dw := p.writer(p.dlq)
+	if err := dw.WriteMessages(context.Background(), forged); err != nil {
+		t.Fatal(err)
+	}
+	dw.Close()
 	w := p.writer("")
 	defer w.Close()
-	for range 2 {
-		sum, err := consumer.Redrive(context.Background(), p.Brokers, p.dlq, []string{"unknown-tenant"}, w, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil || sum.Read != len(poison) || sum.Redriven != 1 {
-			t.Fatalf("redrive: %+v, %v", sum, err)
+	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, EventIDs: []string{"unknown-tenant", "forged"}}
+	for run := range 2 {
+		sum, err := consumer.Redrive(context.Background(), p.Brokers, opts, w, consumer.NewRedrives(p.Pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		t.Logf("redrive %d: %s", run+1, sum)
+		want := consumer.RedriveSummary{Read: len(poison) + 1, Redriven: 1, OtherTopic: 1, Unselected: len(poison) - 1}
+		if run == 1 {
+			want.Redriven, want.Before = 0, 1
+		}
+		if err != nil || sum != want {
+			t.Fatalf("redrive %d: %+v, %v; want %+v", run+1, sum, err, want)
 		}
 	}
 	reg, _ = p.runConsumer(t)
 	stacktest.Eventually(t, 30*time.Second, "the redriven event to be processed", func() bool { return p.processed(t) == len(valid)+1 })
-	stacktest.Eventually(t, 30*time.Second, "the second redrive to be absorbed", func() bool {
-		return counter(t, reg, "orderflow_consumer_duplicates_total") == 1
-	})
 	wid := order.WorkflowID(unknownTenant, order.FromEvent, "unknown-tenant")
 	stacktest.Eventually(t, 10*time.Second, "the redriven workflow", func() bool { return stacktest.Runs(t, p.Temporal, wid) == 1 })
+	if n := counter(t, reg, "orderflow_consumer_duplicates_total"); n != 0 {
+		t.Fatalf("%v redriven events came back twice", n)
+	}
+	if n := stacktest.EndOffset(t, elsewhere, 0); n != 0 {
+		t.Fatalf("%d messages written to %s, named by a forged dead letter", n, elsewhere)
+	}
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {

@@ -107,62 +107,136 @@ func messageBytes(m kafka.Message) int {
 	return n
 }
 
-// RedriveSummary counts what a redrive did.
+// RedriveSummary counts what a redrive did with the dead letters it read.
 type RedriveSummary struct {
-	Read, Redriven, Skipped int
+	Read       int
+	Redriven   int
+	Before     int // redriven by an earlier run: not sent again
+	OtherTopic int // from a topic other than the requests topic: refused
+	Cut        int // value kept only in part: cannot be rebuilt
+	Unselected int // not among the eventIds asked for
 }
 
-// Redrive re-publishes the dead letters present in dlqTopic when it starts (all, or
-// those whose eventId is in eventIDs) to their original topics, without the dlq
-// headers. Redriven events dedup by eventId like any redelivery, so running it twice
-// is harmless. w must not have a Topic of its own.
-func Redrive(ctx context.Context, brokers []string, dlqTopic string, eventIDs []string, w Writer, logger *slog.Logger) (RedriveSummary, error) {
+func (s RedriveSummary) String() string {
+	return fmt.Sprintf("dead letters read: %d, redriven: %d, redriven before: %d, refused (another topic): %d, value cut: %d, not selected: %d",
+		s.Read, s.Redriven, s.Before, s.OtherTopic, s.Cut, s.Unselected)
+}
+
+// RedriveOptions say which dead letters go back where.
+type RedriveOptions struct {
+	DLQTopic string
+	// RequestsTopic is the only topic a dead letter is re-published to: its
+	// original-topic header is anyone's who can write the dead-letter topic, so a
+	// letter naming another topic is refused.
+	RequestsTopic string
+	EventIDs      []string // only these; all when empty
+	// Progress is how many dead letters between two progress lines.
+	Progress int
+}
+
+// Redrive re-publishes the dead letters present in the dead-letter topic when it
+// starts (all, or the eventIds asked for) to the requests topic, without the dlq
+// headers, each once: a redriven letter is recorded in done after its write, and a
+// later run skips it. A crash between the write and the record sends it again on
+// the next run, which the consumer absorbs as a duplicate eventId. w must not have
+// a Topic of its own.
+func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Writer, done *Redrives, logger *slog.Logger) (RedriveSummary, error) {
 	var sum RedriveSummary
 	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
 	if err != nil {
 		return sum, fmt.Errorf("dial %s: %w", brokers[0], err)
 	}
-	parts, err := conn.ReadPartitions(dlqTopic)
+	parts, err := conn.ReadPartitions(opts.DLQTopic)
 	conn.Close()
 	if err != nil {
-		return sum, fmt.Errorf("partitions of %s: %w", dlqTopic, err)
+		return sum, fmt.Errorf("partitions of %s: %w", opts.DLQTopic, err)
 	}
 	for _, p := range parts {
-		first, last, err := offsets(ctx, brokers[0], dlqTopic, p.ID)
+		first, last, err := offsets(ctx, brokers[0], opts.DLQTopic, p.ID)
 		if err != nil {
 			return sum, err
 		}
 		if first >= last {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: dlqTopic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: opts.DLQTopic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
 		if err := r.SetOffset(first); err != nil {
 			r.Close()
-			return sum, fmt.Errorf("seek %s/%d: %w", dlqTopic, p.ID, err)
+			return sum, fmt.Errorf("seek %s/%d: %w", opts.DLQTopic, p.ID, err)
 		}
 		for offset := first; offset < last; {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
 				r.Close()
-				return sum, fmt.Errorf("read %s/%d at %d: %w", dlqTopic, p.ID, offset, err)
+				return sum, fmt.Errorf("read %s/%d at %d: %w", opts.DLQTopic, p.ID, offset, err)
 			}
 			offset = m.Offset + 1
-			sum.Read++
-			out, ok := redriven(m, eventIDs)
-			if !ok {
-				sum.Skipped++
-				continue
-			}
-			if err := w.WriteMessages(ctx, out); err != nil {
+			if err := redriveOne(ctx, m, opts, w, done, &sum); err != nil {
 				r.Close()
-				return sum, fmt.Errorf("re-publish %s/%d@%d to %s: %w", dlqTopic, p.ID, m.Offset, out.Topic, err)
+				return sum, err
 			}
-			sum.Redriven++
-			logger.Info("redriven", "from", fmt.Sprintf("%s/%d@%d", dlqTopic, p.ID, m.Offset), "to", out.Topic)
+			if opts.Progress > 0 && sum.Read%opts.Progress == 0 {
+				logger.Info("redrive progress", "partition", p.ID, "offset", m.Offset, "of", last, "summary", sum.String())
+			}
 		}
 		r.Close()
 	}
 	return sum, nil
+}
+
+// redriveOne sends one dead letter back, unless it is not to be.
+func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Writer, done *Redrives, sum *RedriveSummary) error {
+	sum.Read++
+	out, from, whole := original(m)
+	id := eventIDOf(m.Value)
+	switch {
+	case !whole:
+		sum.Cut++
+		return nil
+	case from != opts.RequestsTopic:
+		sum.OtherTopic++
+		return nil
+	case len(opts.EventIDs) > 0 && (id == "" || !slices.Contains(opts.EventIDs, id)):
+		sum.Unselected++
+		return nil
+	}
+	already, err := done.Done(ctx, m.Topic, m.Partition, m.Offset)
+	if err != nil {
+		return err
+	}
+	if already {
+		sum.Before++
+		return nil
+	}
+	out.Topic = opts.RequestsTopic
+	if err := w.WriteMessages(ctx, out); err != nil {
+		return fmt.Errorf("re-publish %s/%d@%d to %s: %w", m.Topic, m.Partition, m.Offset, out.Topic, err)
+	}
+	if err := done.Record(ctx, m.Topic, m.Partition, m.Offset, id); err != nil {
+		return err
+	}
+	sum.Redriven++
+	return nil
+}
+
+// original rebuilds the message a dead letter was made from: its key, value and
+// headers without the dlq ones; from is the topic it names, and whole is false
+// for a letter that kept only the start of its value.
+func original(m kafka.Message) (out kafka.Message, from string, whole bool) {
+	out = kafka.Message{Key: m.Key, Value: m.Value}
+	whole = true
+	for _, h := range m.Headers {
+		switch {
+		case h.Key == HeaderValueSHA256:
+			whole = false
+		case h.Key == HeaderTopic:
+			from = string(h.Value)
+		case strings.HasPrefix(h.Key, "dlq."):
+		default:
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	return out, from, whole
 }
 
 func offsets(ctx context.Context, broker, topic string, partition int) (first, last int64, err error) {
@@ -176,31 +250,6 @@ func offsets(ctx context.Context, broker, topic string, partition int) (first, l
 		return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, partition, err)
 	}
 	return first, last, nil
-}
-
-// redriven rebuilds the original message of a dead letter, if eventIDs selects it;
-// a dead letter that kept only the start of its value cannot be.
-func redriven(m kafka.Message, eventIDs []string) (kafka.Message, bool) {
-	out := kafka.Message{Key: m.Key, Value: m.Value}
-	for _, h := range m.Headers {
-		switch {
-		case h.Key == HeaderValueSHA256:
-			return out, false
-		case h.Key == HeaderTopic:
-			out.Topic = string(h.Value)
-		case strings.HasPrefix(h.Key, "dlq."):
-		default:
-			out.Headers = append(out.Headers, h)
-		}
-	}
-	if out.Topic == "" {
-		return out, false
-	}
-	if len(eventIDs) == 0 {
-		return out, true
-	}
-	id := eventIDOf(m.Value)
-	return out, id != "" && slices.Contains(eventIDs, id)
 }
 
 // eventIDOf reads the eventId of a possibly malformed event.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -467,4 +468,71 @@ func waitReady(t *testing.T, url string) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
+}
+
+// SIGTERM while a Prefer: wait request waits for an order no worker runs: the wait
+// is cut short at the drain, the client gets 202 with the order, and a retry with
+// the key against the next process gets the same order at once, not a 409 for a
+// key locked by a process that is gone.
+func TestAPISIGTERMDuringPreferWaitAnswersAndFreesTheKey(t *testing.T) {
+	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}}
+	tenant := stacktest.Name("tenant")
+	apiKey, err := apikeys.New(h.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.keys[tenant] = apiKey
+	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
+	h.url = "http://" + addr
+	env := map[string]string{
+		"OPS_ADDR": ops, "DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"],
+		"TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": addr,
+		"DRAIN_DELAY": "1s", "SHUTDOWN_TIMEOUT": "12s",
+	}
+	bin := stacktest.Binary(t, "cmd/api")
+	api := stacktest.Start(t, bin, env)
+	waitReady(t, "http://"+ops)
+
+	key := stacktest.Name("k")
+	workflowID := order.WorkflowID(tenant, order.FromHTTP, key)
+	type answer struct {
+		status int
+		at     time.Time
+		err    error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/orders", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Prefer", "wait=30")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- answer{err: err, at: time.Now()}
+			return
+		}
+		resp.Body.Close()
+		first <- answer{status: resp.StatusCode, at: time.Now()}
+	}()
+	stacktest.Eventually(t, 20*time.Second, "the workflow start to be accepted", func() bool {
+		_, err := h.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		return err == nil
+	})
+	sent := time.Now()
+	api.Signal(syscall.SIGTERM)
+	a := <-first
+	if a.err != nil || a.status != http.StatusAccepted {
+		t.Fatalf("the waiting request after SIGTERM: %d, %v (%v after it)", a.status, a.err, a.at.Sub(sent))
+	}
+	if code := api.Wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("the API exited %d", code)
+	}
+	t.Logf("answered %v after SIGTERM; the process exited %v after it", a.at.Sub(sent), time.Since(sent))
+
+	stacktest.Start(t, bin, env)
+	waitReady(t, "http://"+ops)
+	r := h.post(t, tenant, key, body, nil)
+	if r.status != http.StatusAccepted || r.header.Get("Idempotent-Replayed") != "true" || r.order(t).ID != order.IDFor(workflowID) {
+		t.Fatalf("retry after the stop: %d %s", r.status, r.body)
+	}
 }

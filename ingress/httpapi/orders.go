@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -39,7 +40,13 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait := time.Duration(parsePreferWait(r.Header.Values("Prefer"))) * time.Second
-	out := a.Intake.Place(r.Context(), tenantOf(r.Context()), key, req, wait)
+	ctx := r.Context()
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = untilDrain(ctx)
+		defer cancel()
+	}
+	out := a.Intake.Place(ctx, tenantOf(ctx), key, req, wait)
 	switch out.Kind {
 	case intake.Created:
 		a.m.startDuration.Observe(out.StartTook.Seconds())

@@ -26,15 +26,19 @@ type ServeOptions struct {
 }
 
 // Serve serves handler on o.Addr and the ops endpoints (reg, ready) on o.OpsAddr
-// until ctx ends (SIGTERM), then drains: readiness off, DrainDelay for load
-// balancers, then in-flight requests finish (a POST's critical section runs
-// detached and always completes or releases its key); the ops listener closes last.
+// until ctx ends (SIGTERM), then drains: readiness off and every Prefer: wait
+// cut short (it answers 202 with the order as it stands, and its key is
+// completed), DrainDelay for load balancers, then in-flight requests finish (a
+// POST's critical section runs detached and always completes or releases its
+// key); the ops listener closes last.
 func Serve(ctx context.Context, handler http.Handler, reg *prometheus.Registry, ready *telemetry.Readiness, o ServeOptions, logger *slog.Logger) error {
+	draining := make(chan struct{})
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return context.WithValue(context.Background(), drainKey{}, draining) },
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      45 * time.Second, // above the longest Prefer: wait (30 s)
+		WriteTimeout:      45 * time.Second, // above the longest Prefer: wait (30 s) and a start
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -64,6 +68,7 @@ func Serve(ctx context.Context, handler http.Handler, reg *prometheus.Registry, 
 	}
 	began := time.Now()
 	ready.Drain()
+	close(draining)
 	time.Sleep(o.DrainDelay)
 	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout-o.DrainDelay)
 	defer cancel()
@@ -72,4 +77,23 @@ func Serve(ctx context.Context, handler http.Handler, reg *prometheus.Registry, 
 	}
 	logger.Info("stopped", "took", time.Since(began).String())
 	return nil
+}
+
+type drainKey struct{}
+
+// untilDrain is ctx, ended too when the server starts draining: a request waiting
+// for its order (Prefer: wait) stops waiting then, so no stop outlasts it.
+func untilDrain(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	draining, _ := ctx.Value(drainKey{}).(chan struct{})
+	if draining != nil {
+		go func() {
+			select {
+			case <-draining:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }

@@ -43,18 +43,26 @@ func (s *Events) PlaceEvent(ctx context.Context, tenant, eventID string, req Req
 		return unavailable("workflow start", err)
 	}
 	out.StartTook = time.Since(began)
-	_, stored, err = s.log.MarkProcessed(ctx, s.group, o.Tenant, eventID, Fingerprint(req), o.WorkflowID)
-	switch {
-	case err != nil:
+	// The row holds the order the workflow runs, whichever delivery writes it: a
+	// delivery whose start found the workflow (a concurrent one, or a redelivery
+	// after a crash between start and row) records the workflow's order, not its
+	// own.
+	fp := Fingerprint(req)
+	if !created {
+		made, err := s.workflows.Placed(ctx, o.WorkflowID)
+		if err != nil {
+			return unavailable("workflow input", err)
+		}
+		fp = orderFingerprint(made)
+	}
+	if _, stored, err = s.log.MarkProcessed(ctx, s.group, o.Tenant, eventID, fp, o.WorkflowID); err != nil {
 		return unavailable("event log", err)
-	case !same(stored):
-		// A concurrent delivery with another order got here first: the start found
-		// its workflow and changed nothing.
-		out.Kind = Mismatch
+	}
+	switch {
 	case created:
-		// The start decides, not the row: of two deliveries in one batch, the row
-		// may be written by the one whose start found the workflow.
 		out.Kind = Created
+	case !same(stored):
+		out.Kind = Mismatch // the workflow runs another order under this eventId
 	}
 	return out
 }

@@ -27,16 +27,16 @@ func newRequests(keys KeyStore, orders OrderStore, workflows Workflows, logger *
 	return &Requests{keys: keys, orders: orders, workflows: workflows, logger: logger}
 }
 
-// startBudget bounds the critical section of a placement (claim, start, record,
+// StartBudget bounds the critical section of a placement (claim, start, record,
 // store the response). It runs detached from the caller's context, so a client that
-// hangs up cannot leave it half done.
-const startBudget = 10 * time.Second
+// hangs up cannot leave it half done; a stop gives it this long.
+const StartBudget = 10 * time.Second
 
 // Place turns a request with an Idempotency-Key into at most one order. wait > 0
 // waits up to that long for the order to settle (HTTP's Prefer: wait).
 func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, wait time.Duration) Result {
 	o := req.Order(tenant, order.WorkflowID(tenant, order.FromHTTP, key))
-	lease := wait + startBudget
+	lease := wait + StartBudget
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 	defer cancel()
 

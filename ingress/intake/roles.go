@@ -5,9 +5,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/workflows"
 )
 
@@ -19,9 +21,17 @@ type Setup struct {
 	TaskQueue string
 	Policy    workflows.Policy
 	Logger    *slog.Logger
+	// Codec is the Temporal client's payload encryption (nil: none).
+	Codec *payloadcodec.Codec
 }
 
-func (s Setup) workflows() *Temporal { return NewTemporal(s.Temporal, s.TaskQueue, s.Policy) }
+func (s Setup) workflows() *Temporal {
+	dc := converter.GetDefaultDataConverter()
+	if s.Codec != nil {
+		dc, _ = payloadcodec.Converters(s.Codec)
+	}
+	return NewTemporal(s.Temporal, dc, s.TaskQueue, s.Policy)
+}
 
 // NewAPI is the intake of the API process. keys is its idempotency store, which
 // the process also purges.

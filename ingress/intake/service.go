@@ -64,6 +64,8 @@ type Workflows interface {
 	// StartNew starts the order's workflow unless its ID exists (running, or closed
 	// and retained): created says which.
 	StartNew(ctx context.Context, o order.Order) (created bool, err error)
+	// Placed returns the order an existing workflow runs.
+	Placed(ctx context.Context, workflowID string) (order.Order, error)
 	// Cancel asks the order's workflow to cancel and returns the status it settled in.
 	Cancel(ctx context.Context, workflowID string) (order.Status, error)
 }

@@ -146,6 +146,7 @@ func (f *fakeOrders) List(context.Context, string, orderstore.Filter) ([]orderst
 
 type fakeWorkflows struct {
 	started   map[string]int // workflow ID -> starts
+	placed    map[string]order.Order
 	startErr  error
 	cancelled func(workflowID string) (order.Status, error)
 }
@@ -167,7 +168,18 @@ func (f *fakeWorkflows) StartNew(_ context.Context, o order.Order) (bool, error)
 		return false, f.startErr
 	}
 	f.started[o.WorkflowID]++
+	if _, ok := f.placed[o.WorkflowID]; !ok {
+		f.placed[o.WorkflowID] = o
+	}
 	return f.started[o.WorkflowID] == 1, nil
+}
+
+func (f *fakeWorkflows) Placed(_ context.Context, workflowID string) (order.Order, error) {
+	o, ok := f.placed[workflowID]
+	if !ok {
+		return o, errors.New("no such workflow")
+	}
+	return o, nil
 }
 
 func (f *fakeWorkflows) Cancel(_ context.Context, workflowID string) (order.Status, error) {
@@ -189,7 +201,7 @@ func newFixture() *fixture {
 		keys:   &fakeKeys{recs: map[string]*fakeKey{}, orders: orders},
 		events: &fakeEvents{seen: map[string][]byte{}},
 		orders: orders,
-		flows:  &fakeWorkflows{started: map[string]int{}},
+		flows:  &fakeWorkflows{started: map[string]int{}, placed: map[string]order.Order{}},
 	}
 	f.api = newRequests(f.keys, f.orders, f.flows, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.cons = newEvents(f.events, f.flows, "g")

@@ -8,6 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/internal/order"
@@ -19,15 +20,35 @@ import (
 // workflow's cancel update.
 type Temporal struct {
 	c         client.Client
+	dc        converter.DataConverter // the client's, to read a workflow's input
 	taskQueue string
 	policy    workflows.Policy
 }
 
 var _ Workflows = (*Temporal)(nil)
 
-// NewTemporal returns the workflows of the task queue, started with policy.
-func NewTemporal(c client.Client, taskQueue string, policy workflows.Policy) *Temporal {
-	return &Temporal{c: c, taskQueue: taskQueue, policy: policy}
+// NewTemporal returns the workflows of the task queue, started with policy; dc is
+// the client's data converter.
+func NewTemporal(c client.Client, dc converter.DataConverter, taskQueue string, policy workflows.Policy) *Temporal {
+	return &Temporal{c: c, dc: dc, taskQueue: taskQueue, policy: policy}
+}
+
+// Placed returns the order the workflow runs, read from the input of its current
+// run (a run continued as new carries the same order).
+func (t *Temporal) Placed(ctx context.Context, workflowID string) (order.Order, error) {
+	it := t.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return order.Order{}, fmt.Errorf("history of %s: empty", workflowID)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return order.Order{}, fmt.Errorf("history of %s: %w", workflowID, err)
+	}
+	var in workflows.PlaceOrder
+	if err := t.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		return order.Order{}, fmt.Errorf("input of %s: %w", workflowID, err)
+	}
+	return in.Order, nil
 }
 
 // Start starts (or finds) the order's workflow and returns its run: a running

@@ -70,6 +70,16 @@ func Temporal(tb testing.TB) client.Client {
 	return TemporalWithKeys(tb, Env(tb)["PAYLOAD_KEYS"])
 }
 
+// Codec is the stack's payload encryption, as its Temporal clients use it.
+func Codec(tb testing.TB) *payloadcodec.Codec {
+	tb.Helper()
+	ring, err := payloadcodec.ParseKeyring(Env(tb)["PAYLOAD_KEYS"])
+	if err != nil {
+		tb.Fatalf("payload keys: %v", err)
+	}
+	return payloadcodec.New(ring)
+}
+
 // TemporalWithKeys is Temporal with another payload keyring ("" for none: the
 // client then reads history as it is stored) and the given interceptors.
 func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.ClientInterceptor) client.Client {

@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/sandbox"
@@ -31,6 +32,7 @@ import (
 type Orders struct {
 	Pool     *pgxpool.Pool
 	Temporal client.Client
+	Codec    *payloadcodec.Codec // Temporal's payload encryption
 	Sim      *sandbox.Server
 	SimURL   string
 	Queue    string
@@ -47,6 +49,7 @@ func NewOrders(tb testing.TB) *Orders {
 	h := &Orders{
 		Pool:     stacktest.Pool(tb),
 		Temporal: stacktest.Temporal(tb),
+		Codec:    stacktest.Codec(tb),
 		Sim:      sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{SearchDelay: 200 * time.Millisecond}),
 		Queue:    stacktest.Name("orders"),
 		Topic:    stacktest.Topic(tb, 1),
@@ -107,7 +110,7 @@ func (h *Orders) StartWorkerProcess(tb testing.TB) *stacktest.Proc {
 func (h *Orders) setup(cancelWindow time.Duration) intake.Setup {
 	return intake.Setup{Pool: h.Pool, Temporal: h.Temporal, TaskQueue: h.Queue,
 		Policy: workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Codec: h.Codec}
 }
 
 // APIIntake is the API process's intake on this pipeline's task queue.

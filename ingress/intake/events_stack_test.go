@@ -1,0 +1,105 @@
+package intake_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/worker/workertest"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// Two deliveries of one eventId with different bodies, handled at once, 200 times:
+// one makes the order, the other is a mismatch, and the event's row holds the body
+// of the one that made it, whichever delivery wrote the row.
+func TestConcurrentDeliveriesRecordTheBodyThatMadeTheOrder(t *testing.T) {
+	h := workertest.NewOrders(t)
+	group, prefix := "g-"+h.Queue, h.Queue+"-evt-"
+	in := h.ConsumerIntake(group)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	const pairs = 200
+	body := func(customer string) intake.Request {
+		return intake.Request{CustomerID: customer, Currency: "usd", PaymentMethod: "pm_card_visa",
+			Items: []order.Item{{SKU: "sku-1", Quantity: 1, UnitAmount: 1000}}}
+	}
+	results := make([][2]intake.Result, pairs)
+	var wg sync.WaitGroup
+	for i := range pairs {
+		for j, customer := range []string{"cus_a", "cus_b"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i][j] = in.PlaceEvent(ctx, "acme", fmt.Sprint(prefix, i), body(customer))
+			}()
+		}
+	}
+	wg.Wait()
+
+	wrong := 0
+	for i, pair := range results {
+		var maker intake.Request
+		switch {
+		case pair[0].Kind == intake.Created && pair[1].Kind == intake.Mismatch:
+			maker = body("cus_a")
+		case pair[1].Kind == intake.Created && pair[0].Kind == intake.Mismatch:
+			maker = body("cus_b")
+		default:
+			t.Fatalf("event %d: results %v and %v, want one Created and one Mismatch", i, pair[0].Kind, pair[1].Kind)
+		}
+		var stored []byte
+		if err := h.Pool.QueryRow(ctx, `SELECT fingerprint FROM processed_events WHERE consumer_group = $1 AND tenant = 'acme' AND event_id = $2`,
+			group, fmt.Sprint(prefix, i)).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(stored, intake.Fingerprint(maker)) {
+			wrong++
+		}
+	}
+	if wrong > 0 {
+		t.Fatalf("%d of %d rows hold the body that did not make the order", wrong, pairs)
+	}
+}
+
+// A delivery that started the workflow and died before writing the event's row,
+// then another delivery of the eventId with another body: the second is a
+// mismatch, and the row it writes holds the first body, the order's.
+func TestRowAfterACrashHoldsTheBodyThatMadeTheOrder(t *testing.T) {
+	h := workertest.NewOrders(t)
+	group, eventID := "g-"+h.Queue, h.Queue+"-evt"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := intake.Request{CustomerID: "cus_a", Currency: "usd", PaymentMethod: "pm_card_visa",
+		Items: []order.Item{{SKU: "sku-1", Quantity: 1, UnitAmount: 1000}}}
+	second := first
+	second.CustomerID = "cus_b"
+
+	dc, _ := payloadcodec.Converters(h.Codec)
+	started := intake.NewTemporal(h.Temporal, dc, h.Queue, workflows.Policy{})
+	if created, err := started.StartNew(ctx, first.Order("acme", order.WorkflowID("acme", order.FromEvent, eventID))); err != nil || !created {
+		t.Fatalf("first delivery's start: %v, %v", created, err)
+	}
+	// ...and its process died here, before the row.
+	if out := h.ConsumerIntake(group).PlaceEvent(ctx, "acme", eventID, second); out.Kind != intake.Mismatch {
+		t.Fatalf("second delivery with another body: %v, want Mismatch", out.Kind)
+	}
+	var stored []byte
+	if err := h.Pool.QueryRow(ctx, `SELECT fingerprint FROM processed_events WHERE consumer_group = $1 AND tenant = 'acme' AND event_id = $2`,
+		group, eventID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stored, intake.Fingerprint(first)) {
+		t.Fatal("the row holds the second body, which did not make the order")
+	}
+	// The first delivery, redelivered, is the order's.
+	if out := h.ConsumerIntake(group).PlaceEvent(ctx, "acme", eventID, first); out.Kind != intake.Replayed {
+		t.Fatalf("the first body redelivered: %v, want Replayed", out.Kind)
+	}
+}
