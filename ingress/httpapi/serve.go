@@ -34,7 +34,9 @@ type ServeOptions struct {
 func Serve(ctx context.Context, handler http.Handler, reg *prometheus.Registry, ready *telemetry.Readiness, o ServeOptions, logger *slog.Logger) error {
 	draining := make(chan struct{})
 	srv := &http.Server{
-		BaseContext:       func(net.Listener) context.Context { return context.WithValue(context.Background(), drainKey{}, draining) },
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), drainKey{}, draining)
+		},
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
