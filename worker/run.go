@@ -136,7 +136,7 @@ func opsServer(d Deps, addr string) (*http.Server, net.Listener, error) {
 	if d.Codec != nil {
 		mux.Handle("/codec/", d.Codec)
 	}
-	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln, nil
+	return telemetry.OpsServer(mux), ln, nil
 }
 
 func waitDone(ctx context.Context, done <-chan struct{}) error {

@@ -140,7 +140,9 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 			tenant, err := keys.Tenant(r.Context(), strings.TrimSpace(token))
 			if err != nil {
 				if !errors.Is(err, apikeys.ErrUnauthorized) {
-					logger.ErrorContext(r.Context(), "api key lookup failed", "err", err)
+					if !errors.Is(err, apikeys.ErrBusy) { // a flood of made-up keys is not an error of ours
+						logger.ErrorContext(r.Context(), "api key lookup failed", "err", err)
+					}
 					writeProblem(w, withRetry(newProblem(kindUnavailable, "cannot check the API key now"), 1))
 					return
 				}

@@ -56,7 +56,7 @@ func Serve(ctx context.Context, handler http.Handler, reg *prometheus.Registry, 
 	}
 	mux := http.NewServeMux()
 	telemetry.Mount(mux, reg, ready)
-	ops := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ops := telemetry.OpsServer(mux)
 	defer ops.Close()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()

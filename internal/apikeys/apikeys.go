@@ -6,16 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/order"
@@ -30,23 +27,16 @@ const prefix = "of_"
 // again, and so how long a revocation takes to bite.
 const DefaultCacheTTL = 30 * time.Second
 
-type cached struct {
-	tenant  string
-	expires time.Time
-}
-
 // Store keeps API keys in Postgres.
 type Store struct {
-	pool  *pgxpool.Pool
-	ttl   time.Duration
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]cached // by the key's hash: plaintext keys are never kept
+	pool *pgxpool.Pool
+	*verifier
 }
 
-// New returns a key store that trusts a verified key for cacheTTL: a revoked key is
-// refused within that time.
+// New returns a key store that trusts what Postgres said of a key for cacheTTL: a
+// revoked key is refused within that time.
 func New(pool *pgxpool.Pool, cacheTTL time.Duration) *Store {
-	return &Store{pool: pool, ttl: cacheTTL, cache: map[[sha256.Size]byte]cached{}}
+	return &Store{pool: pool, verifier: newVerifier(cacheTTL, lookupInterval, lookupRows(pool))}
 }
 
 // Create issues a key for tenant and returns it; it cannot be shown again.
@@ -69,41 +59,6 @@ func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
 		return "", fmt.Errorf("store key: %w", err)
 	}
 	return key, nil
-}
-
-// Tenant returns the tenant of a key, or ErrUnauthorized. The hash comparison is
-// constant-time; verified keys are cached for the store's cache TTL.
-func (s *Store) Tenant(ctx context.Context, key string) (string, error) {
-	id, ok := keyID(key)
-	if !ok {
-		return "", ErrUnauthorized
-	}
-	sum := sha256.Sum256([]byte(key))
-	s.mu.Lock()
-	c, hit := s.cache[sum]
-	s.mu.Unlock()
-	if hit && time.Now().Before(c.expires) {
-		return c.tenant, nil
-	}
-	var tenant string
-	var hash []byte
-	err := s.pool.QueryRow(ctx, `SELECT tenant, key_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, id).Scan(&tenant, &hash)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrUnauthorized
-	}
-	if err != nil {
-		return "", fmt.Errorf("look up API key: %w", err)
-	}
-	if subtle.ConstantTimeCompare(sum[:], hash) != 1 {
-		return "", ErrUnauthorized
-	}
-	s.mu.Lock()
-	if len(s.cache) > 10000 {
-		clear(s.cache) // bounded: a flood of distinct valid keys cannot grow it
-	}
-	s.cache[sum] = cached{tenant: tenant, expires: time.Now().Add(s.ttl)}
-	s.mu.Unlock()
-	return tenant, nil
 }
 
 // Info is what can be shown of a key: never its secret.

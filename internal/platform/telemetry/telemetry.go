@@ -182,3 +182,27 @@ func SDKMetrics(reg prometheus.Registerer, logger *slog.Logger) (client.MetricsH
 		OnError:              func(err error) { logger.Warn("temporal sdk metric", "err", err) },
 	}), nil
 }
+
+// Bounds of an ops listener (health, metrics, the codec): every caller reaches it
+// before any credential is checked, so none may hold a connection or send a body
+// longer than these.
+const (
+	opsReadTimeout  = 10 * time.Second
+	opsWriteTimeout = 30 * time.Second // a large /metrics on a slow scraper
+	opsIdleTimeout  = 60 * time.Second
+	// MaxOpsBody caps a request body on an ops listener (the codec's payloads).
+	MaxOpsBody = 4 << 20
+)
+
+// OpsServer is the HTTP server of an ops listener serving h, with its timeouts and
+// body cap.
+func OpsServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           http.MaxBytesHandler(h, MaxOpsBody),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       opsReadTimeout,
+		WriteTimeout:      opsWriteTimeout,
+		IdleTimeout:       opsIdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+	}
+}
