@@ -2,13 +2,16 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
@@ -92,5 +95,22 @@ func TestIntentChargeIsRecordedOnce(t *testing.T) {
 	}
 	if charges := len(sim.ChargesForOrder(o.ID)); charges != 1 || succeeded != 1 || net != o.Amount {
 		t.Fatalf("provider charges %d; ledger: %d succeeded charge rows netting %d, want 1 netting %d", charges, succeeded, net, o.Amount)
+	}
+}
+
+// The provider quotes a payment method it does not know; the error the workflow
+// gets, and so the order's failure and its event, carry it scrubbed.
+func TestProviderErrorTextIsScrubbed(t *testing.T) {
+	pay, _, _, o := newPayments(t)
+	const token = "pm_1QzSecretToken42"
+	in := activities.IntentInput{Step: activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency,
+		Key: order.PaymentKey(o.WorkflowID, "intent", 0)}, Tenant: o.Tenant, PaymentMethod: token}
+	_, err := pay.CreateIntent(context.Background(), in)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrPaymentRejected {
+		t.Fatalf("unknown payment method: %v, want %s", err, activities.ErrPaymentRejected)
+	}
+	if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "No such PaymentMethod: 'pm_…#") {
+		t.Fatalf("error text %q: want the token scrubbed", err)
 	}
 }

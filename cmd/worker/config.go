@@ -14,6 +14,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
 )
@@ -103,7 +104,7 @@ func redrive(ctx context.Context, c cfg, args []string, logger *slog.Logger, std
 	defer w.Close()
 	sum, err := consumer.Redrive(ctx, c.KafkaBrokers, consumer.RedriveOptions{
 		DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, EventIDs: ids, Progress: 1000,
-	}, w, consumer.NewRedrives(pool), logger)
+	}, w, consumer.NewRedrives(pool), payloadcodec.New(c.PayloadKeys), logger)
 	fmt.Fprintf(stdout, "%s -> %s: %s\n", c.DLQTopic, c.RequestsTopic, sum)
 	return err
 }

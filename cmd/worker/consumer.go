@@ -27,5 +27,5 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 	}
 	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
 		Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger, Codec: base.Codec}, c.Consumer.Group)
-	return consumer.New(c.Consumer, group, readers, dlq, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
+	return consumer.New(c.Consumer, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

@@ -85,6 +85,7 @@ type Consumer struct {
 	group   Group
 	readers func(partition int) PartitionReader
 	dlq     Writer
+	seal    Sealer // dead letters' values
 	intake  Intake
 	tenants Tenants
 	logger  *slog.Logger
@@ -98,7 +99,7 @@ type Consumer struct {
 // New returns a consumer; Run drives it.
 // readers opens a reader of one partition of the requests topic.
 // t (nil for none) continues each event's trace from its message headers.
-func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, in Intake, tenants Tenants, logger *slog.Logger, m *Metrics, t *tracing.Tracing) *Consumer {
+func New(opts Options, group Group, readers func(partition int) PartitionReader, dlq Writer, seal Sealer, in Intake, tenants Tenants, logger *slog.Logger, m *Metrics, t *tracing.Tracing) *Consumer {
 	if opts.InFlight <= 0 {
 		opts.InFlight = 16
 	}
@@ -114,7 +115,7 @@ func New(opts Options, group Group, readers func(partition int) PartitionReader,
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
-	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, intake: in, tenants: tenants, logger: logger, m: m, t: t,
+	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, seal: seal, intake: in, tenants: tenants, logger: logger, m: m, t: t,
 		slots: make(chan struct{}, opts.InFlight)}
 }
 

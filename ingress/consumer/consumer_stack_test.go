@@ -84,7 +84,7 @@ func (p *pipeline) runConsumerWith(t *testing.T, opts consumer.Options, dlqTopic
 		return kafkaclient.NewPartitionReader(p.Brokers, p.requests, part)
 	}
 	dlq := kafkaclient.NewWriter(p.Brokers, dlqTopic)
-	c := consumer.New(opts, group, readers, dlq,
+	c := consumer.New(opts, group, readers, dlq, p.Codec,
 		p.ConsumerIntake(p.group), apikeys.NewTenants(p.Pool, 200*time.Millisecond),
 		stacktest.Logger(t), consumer.NewMetrics(reg), p.Tracing)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -210,10 +210,14 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 			stacktest.Header(m, consumer.HeaderPartition) == "" || stacktest.Header(m, consumer.HeaderOffset) == "" {
 			t.Errorf("dead letter %d headers: %v", i, m.Headers)
 		}
-		if !want[string(m.Value)] {
-			t.Errorf("dead letter %d = %q: not one of the poison messages, or twice", i, m.Value)
+		value, err := p.Codec.Open(m.Value)
+		if err != nil || stacktest.Header(m, consumer.HeaderSealed) != "1" {
+			t.Fatalf("dead letter %d: not sealed (%v)", i, err)
 		}
-		delete(want, string(m.Value))
+		if !want[string(value)] {
+			t.Errorf("dead letter %d = %q: not one of the poison messages, or twice", i, value)
+		}
+		delete(want, string(value))
 		t.Logf("dead letter from offset %s: %s", stacktest.Header(m, consumer.HeaderOffset), stacktest.Header(m, consumer.HeaderError))
 	}
 
@@ -233,7 +237,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	defer w.Close()
 	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, EventIDs: []string{"unknown-tenant", "forged"}}
 	for run := range 2 {
-		sum, err := consumer.Redrive(context.Background(), p.Brokers, opts, w, consumer.NewRedrives(p.Pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		sum, err := consumer.Redrive(context.Background(), p.Brokers, opts, w, consumer.NewRedrives(p.Pool), p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		t.Logf("redrive %d: %s", run+1, sum)
 		want := consumer.RedriveSummary{Read: len(poison) + 1, Redriven: 1, OtherTopic: 1, Unselected: len(poison) - 1}
 		if run == 1 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/redact"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -28,7 +29,21 @@ const (
 	// whole: its length and digest. The dead letter then holds the value's start.
 	HeaderValueBytes  = "dlq.value.bytes"
 	HeaderValueSHA256 = "dlq.value.sha256"
+	// HeaderSealed marks a value encrypted with the payload keys (it may hold a
+	// card token and a customer ID); a redrive opens it.
+	HeaderSealed = "dlq.value.sealed"
 )
+
+// Sealer encrypts what a dead letter keeps of a value, and opens it again: the
+// payload codec, under PAYLOAD_KEYS.
+type Sealer interface {
+	Seal(value []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
+}
+
+// sealOverhead is what sealing adds to a value, from above: nonce, tag, the
+// payload's metadata, and deflate's framing of an incompressible value.
+const sealOverhead = 2 << 10
 
 // Bounds of a dead letter. kafka-go refuses a message over its writer's batch
 // (1 MiB) and the broker one over message.max.bytes (1 MiB by default), and either
@@ -42,28 +57,32 @@ const (
 // deadLetter sends a poison message to the dead-letter topic with where it came
 // from and why; once written, the message counts as settled and is committed.
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, cause error) error {
-	dl := deadLetterOf(m, cause, c.opts.Group, time.Now(), maxDeadLetterBytes)
-	err := c.dlq.WriteMessages(ctx, dl)
+	dl, err := deadLetterOf(m, cause, c.opts.Group, time.Now(), maxDeadLetterBytes, c.seal)
+	if err == nil {
+		err = c.dlq.WriteMessages(ctx, dl)
+	}
 	if tooLarge(err) {
 		// The broker takes less than the default: keep the provenance and the
 		// value's digest only.
-		dl = deadLetterOf(m, cause, c.opts.Group, time.Now(), 0)
-		err = c.dlq.WriteMessages(ctx, dl)
+		if dl, err = deadLetterOf(m, cause, c.opts.Group, time.Now(), 0, c.seal); err == nil {
+			err = c.dlq.WriteMessages(ctx, dl)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("dead-letter partition %d offset %d: %w", m.Partition, m.Offset, err)
 	}
 	c.m.deadLettered.Inc()
-	c.logger.WarnContext(ctx, "poison message dead-lettered", "partition", m.Partition, "offset", m.Offset, "reason", cause.Error())
+	c.logger.WarnContext(ctx, "poison message dead-lettered", "partition", m.Partition, "offset", m.Offset, "reason", redact.Secrets(cause.Error()))
 	return nil
 }
 
-// deadLetterOf is the dead letter of m: its key, value and headers, then the
-// provenance headers, the error text capped at maxErrorText. A dead letter over limit
-// bytes drops the original key and headers and keeps as much of the value's start
-// as fits, with its length and digest in HeaderValueBytes and HeaderValueSHA256.
-func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, limit int) kafka.Message {
-	reason := cause.Error()
+// deadLetterOf is the dead letter of m: its key, its value sealed and its headers,
+// then the provenance headers, the error text scrubbed of secrets and capped at
+// maxErrorText. A dead letter over limit bytes drops the original key and headers
+// and keeps as much of the value's start as fits, sealed, with the whole value's
+// length and digest in HeaderValueBytes and HeaderValueSHA256.
+func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, limit int, seal Sealer) (kafka.Message, error) {
+	reason := redact.Secrets(cause.Error())
 	if len(reason) > maxErrorText {
 		reason = strings.ToValidUTF8(reason[:maxErrorText], "") + "…"
 	}
@@ -74,17 +93,25 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 		{Key: HeaderError, Value: []byte(reason)},
 		{Key: HeaderGroup, Value: []byte(group)},
 		{Key: HeaderFailedAt, Value: []byte(now.UTC().Format(time.RFC3339Nano))},
+		{Key: HeaderSealed, Value: []byte("1")},
 	}
-	dl := kafka.Message{Key: m.Key, Value: m.Value, Headers: append(slices.Clone(m.Headers), provenance...)}
+	sealed, err := seal.Seal(m.Value)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("seal dead letter: %w", err)
+	}
+	dl := kafka.Message{Key: m.Key, Value: sealed, Headers: append(slices.Clone(m.Headers), provenance...)}
 	if messageBytes(dl) <= limit {
-		return dl
+		return dl, nil
 	}
 	sum := sha256.Sum256(m.Value)
 	dl = kafka.Message{Headers: append(provenance,
 		kafka.Header{Key: HeaderValueBytes, Value: []byte(strconv.Itoa(len(m.Value)))},
 		kafka.Header{Key: HeaderValueSHA256, Value: []byte(hex.EncodeToString(sum[:]))})}
-	dl.Value = m.Value[:min(len(m.Value), max(0, limit-messageBytes(dl)))]
-	return dl
+	keep := m.Value[:min(len(m.Value), max(0, limit-messageBytes(dl)-sealOverhead))]
+	if dl.Value, err = seal.Seal(keep); err != nil {
+		return kafka.Message{}, fmt.Errorf("seal dead letter: %w", err)
+	}
+	return dl, nil
 }
 
 // tooLarge reports a write refused for the message's size, by the writer or the
@@ -140,7 +167,7 @@ type RedriveOptions struct {
 // later run skips it. A crash between the write and the record sends it again on
 // the next run, which the consumer absorbs as a duplicate eventId. w must not have
 // a Topic of its own.
-func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Writer, done *Redrives, logger *slog.Logger) (RedriveSummary, error) {
+func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, logger *slog.Logger) (RedriveSummary, error) {
 	var sum RedriveSummary
 	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
 	if err != nil {
@@ -171,7 +198,7 @@ func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Write
 				return sum, fmt.Errorf("read %s/%d at %d: %w", opts.DLQTopic, p.ID, offset, err)
 			}
 			offset = m.Offset + 1
-			if err := redriveOne(ctx, m, opts, w, done, &sum); err != nil {
+			if err := redriveOne(ctx, m, opts, w, done, keys, &sum); err != nil {
 				r.Close()
 				return sum, err
 			}
@@ -185,10 +212,13 @@ func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Write
 }
 
 // redriveOne sends one dead letter back, unless it is not to be.
-func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Writer, done *Redrives, sum *RedriveSummary) error {
+func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, sum *RedriveSummary) error {
 	sum.Read++
-	out, from, whole := original(m)
-	id := eventIDOf(m.Value)
+	out, from, whole, err := original(m, keys)
+	if err != nil {
+		return fmt.Errorf("open %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+	}
+	id := eventIDOf(out.Value)
 	switch {
 	case !whole:
 		sum.Cut++
@@ -219,24 +249,30 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 	return nil
 }
 
-// original rebuilds the message a dead letter was made from: its key, value and
-// headers without the dlq ones; from is the topic it names, and whole is false
-// for a letter that kept only the start of its value.
-func original(m kafka.Message) (out kafka.Message, from string, whole bool) {
+// original rebuilds the message a dead letter was made from: its key, value
+// (opened when sealed) and headers without the dlq ones; from is the topic it
+// names, and whole is false for a letter that kept only the start of its value.
+func original(m kafka.Message, keys Sealer) (out kafka.Message, from string, whole bool, err error) {
 	out = kafka.Message{Key: m.Key, Value: m.Value}
 	whole = true
+	sealed := false
 	for _, h := range m.Headers {
 		switch {
 		case h.Key == HeaderValueSHA256:
 			whole = false
 		case h.Key == HeaderTopic:
 			from = string(h.Value)
+		case h.Key == HeaderSealed:
+			sealed = true
 		case strings.HasPrefix(h.Key, "dlq."):
 		default:
 			out.Headers = append(out.Headers, h)
 		}
 	}
-	return out, from, whole
+	if sealed && whole {
+		out.Value, err = keys.Open(m.Value)
+	}
+	return out, from, whole, err
 }
 
 func offsets(ctx context.Context, broker, topic string, partition int) (first, last int64, err error) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/redact"
 	"github.com/stripe/stripe-go/v82"
 )
 
@@ -284,7 +285,9 @@ func asError(err error) error {
 	if err == nil || !errors.As(err, &se) {
 		return err
 	}
-	e := &Error{StatusCode: se.HTTPStatusCode, Type: string(se.Type), Code: string(se.Code), Message: se.Msg}
+	// The provider's message quotes what it refused (a payment method, a
+	// customer): scrubbed here, it reaches the order, its events and the logs clean.
+	e := &Error{StatusCode: se.HTTPStatusCode, Type: string(se.Type), Code: string(se.Code), Message: redact.Secrets(se.Msg)}
 	if se.LastResponse != nil {
 		e.Replayed = se.LastResponse.Header.Get("Idempotent-Replayed") == "true"
 	}

@@ -66,6 +66,10 @@ func (s *Server) createIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pm, md := r.PostForm.Get("payment_method"), metadata(r)
+	if !knownPaymentMethod(pm) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "resource_missing", "No such PaymentMethod: '"+pm+"'")
+		return
+	}
 	types := r.PostForm["payment_method_types[0]"]
 	if len(types) == 0 {
 		types = []string{"card"}

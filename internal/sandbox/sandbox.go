@@ -19,12 +19,20 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
 
 // declined reports the card tokens that the sandbox declines, as Stripe's test
 // tokens are.
+// knownPaymentMethod reports a payment method the sandbox has ("" for none):
+// Stripe's test PaymentMethods and tokens (pm_card_visa, tok_visa, ...). Stripe
+// answers any other with 400 resource_missing, quoting it.
+func knownPaymentMethod(pm string) bool {
+	return pm == "" || strings.HasPrefix(pm, "pm_card_") || strings.HasPrefix(pm, "tok_")
+}
+
 func declined(token string) bool {
 	switch token {
 	case "pm_card_chargeDeclined", "pm_card_visa_chargeDeclined", "tok_chargeDeclined",

@@ -193,3 +193,33 @@ func (c *Codec) open(p *commonpb.Payload) (*commonpb.Payload, error) {
 	}
 	return &out, nil
 }
+
+// Seal encrypts bytes outside Temporal (a dead letter's value) as a payload would
+// be: the result is the sealed payload, marshalled.
+func (c *Codec) Seal(b []byte) ([]byte, error) {
+	p, err := c.seal(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingBinary)}, Data: b})
+	if err != nil {
+		return nil, err
+	}
+	out, err := proto.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt: %w", err)
+	}
+	return out, nil
+}
+
+// Open returns the bytes Seal sealed.
+func (c *Codec) Open(sealed []byte) ([]byte, error) {
+	var p commonpb.Payload
+	if err := proto.Unmarshal(sealed, &p); err != nil {
+		return nil, fmt.Errorf("decrypt: not a sealed value: %w", err)
+	}
+	if string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+		return nil, errors.New("decrypt: not a sealed value")
+	}
+	opened, err := c.open(&p)
+	if err != nil {
+		return nil, err
+	}
+	return opened.GetData(), nil
+}
