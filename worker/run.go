@@ -38,8 +38,8 @@ type Deps struct {
 	Writers    []Closer // closed after the Temporal worker stops: activities write to them
 	Registry   *prometheus.Registry
 	Ready      *telemetry.Readiness
-	// Codec is the Temporal Web UI's codec endpoint, served on the ops listener
-	// at /codec/ (operators only); nil for none.
+	// Codec is the Temporal Web UI's codec endpoint, guarded (codecauth), served
+	// on its own listener at /codec/; nil for none.
 	Codec http.Handler
 }
 
@@ -47,6 +47,9 @@ type Deps struct {
 type RunOptions struct {
 	Options
 	OpsAddr string
+	// CodecAddr is the codec's listener, off the ops port: metrics are scraped by
+	// more callers than may decrypt.
+	CodecAddr string
 	// ShutdownTimeout bounds the whole stop sequence; KafkaCloseTimeout each close.
 	ShutdownTimeout   time.Duration
 	KafkaCloseTimeout time.Duration
@@ -70,9 +73,17 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	codec, codecLn, err := codecServer(d, o.CodecAddr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	w := New(d.Temporal, o.Options, d.Activities)
 	if err := w.Start(); err != nil {
 		ln.Close()
+		if codecLn != nil {
+			codecLn.Close()
+		}
 		return fmt.Errorf("start temporal worker: %w", err)
 	}
 
@@ -83,6 +94,14 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 		}
 		return nil
 	})
+	if codec != nil {
+		g.Go(func() error {
+			if err := codec.Serve(codecLn); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("codec server: %w", err)
+			}
+			return nil
+		})
+	}
 	// The consumer's context is its own, so the stop sequence ends it in order.
 	consumerCtx, stopConsumer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopConsumer()
@@ -117,6 +136,9 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	for _, c := range d.Writers {
 		steps = append(steps, c.step(o.KafkaCloseTimeout))
 	}
+	if codec != nil {
+		steps = append(steps, step{"codec server", codec.Shutdown})
+	}
 	steps = append(steps, step{"ops server", func(ctx context.Context) error {
 		shutdownSeconds.Set(time.Since(began).Seconds())
 		return ops.Shutdown(ctx)
@@ -133,9 +155,20 @@ func opsServer(d Deps, addr string) (*http.Server, net.Listener, error) {
 	}
 	mux := http.NewServeMux()
 	telemetry.Mount(mux, d.Registry, d.Ready)
-	if d.Codec != nil {
-		mux.Handle("/codec/", d.Codec)
+	return telemetry.OpsServer(mux), ln, nil
+}
+
+// codecServer is the codec's listener, if the worker serves one.
+func codecServer(d Deps, addr string) (*http.Server, net.Listener, error) {
+	if d.Codec == nil || addr == "" {
+		return nil, nil, nil
 	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/codec/", d.Codec)
 	return telemetry.OpsServer(mux), ln, nil
 }
 

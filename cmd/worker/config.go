@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/internal/platform/codecauth"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
@@ -31,7 +32,7 @@ type cfg struct {
 	PaymentsAPIKey  string
 	PaymentsTimeout time.Duration
 	TenantCacheTTL  time.Duration
-	CodecOrigin     string // the Temporal Web UI's origin, let through CORS to /codec/
+	Codec           codecauth.Options
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -45,6 +46,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 			StopTimeout:                e.Duration("WORKER_STOP_TIMEOUT", 15*time.Second),
 		},
 		OpsAddr:           e.String("OPS_ADDR", ":9090"),
+		CodecAddr:         e.String("CODEC_ADDR", ""),
 		ShutdownTimeout:   c.ShutdownTimeout,
 		KafkaCloseTimeout: e.Duration("KAFKA_CLOSE_TIMEOUT", 5*time.Second),
 	}
@@ -63,7 +65,10 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
 	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", provider.DefaultTimeout)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
-	c.CodecOrigin = e.String("CODEC_CORS_ORIGIN", "")
+	c.Codec = codecauth.Options{
+		Tokens: e.List("CODEC_TOKENS", ""), Issuer: e.String("CODEC_JWT_ISSUER", ""), Audience: e.String("CODEC_JWT_AUDIENCE", ""),
+		JWKS: e.String("CODEC_JWKS", ""), Namespace: c.TemporalNamespace, Origin: e.String("CODEC_CORS_ORIGIN", ""),
+	}
 	if err := e.Err(); err != nil {
 		return c, err
 	}

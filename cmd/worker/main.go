@@ -17,6 +17,7 @@ import (
 
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
+	"github.com/orderflow/orderflow/internal/platform/codecauth"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
@@ -63,6 +64,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	base.Ready.Add("consumer", cons.Ready)
+	var codec http.Handler
+	if c.Run.CodecAddr != "" {
+		if codec, err = codecauth.Guard(payloadcodec.Handler(base.Codec), c.Codec, logger); err != nil {
+			return err
+		}
+	}
 	return worker.Run(ctx, worker.Deps{
 		Logger:   logger,
 		Temporal: base.Temporal,
@@ -72,6 +79,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
 		Registry: reg,
 		Ready:    base.Ready,
-		Codec:    payloadcodec.Handler(base.Codec, c.CodecOrigin),
+		Codec:    codec,
 	}, c.Run)
 }

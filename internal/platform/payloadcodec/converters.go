@@ -16,23 +16,11 @@ func Converters(codec converter.PayloadCodec) (converter.DataConverter, converte
 }
 
 // Handler is the codec endpoint of the Temporal Web UI (POST {prefix}/decode and
-// {prefix}/encode), answering the UI's browser at origin only. It decrypts for
-// whoever reaches it: serve it where only operators do.
-func Handler(codec converter.PayloadCodec, origin string) http.Handler {
+// {prefix}/encode). It decrypts for whoever reaches it: serve it only behind
+// codecauth.Guard.
+func Handler(codec converter.PayloadCodec) http.Handler {
 	inner := converter.NewPayloadCodecHTTPHandler(codec)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin != "" && r.Header.Get("Origin") == origin {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization")
-			h.Set("Access-Control-Allow-Credentials", "true")
-			h.Add("Vary", "Origin")
-		}
-		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST, OPTIONS")
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
