@@ -30,7 +30,7 @@ type Options struct {
 	// Issuer, Audience and JWKS accept the Web UI's forwarded access token, a JWT
 	// signed by a key of the JWKS (a file path or an https URL).
 	Issuer, Audience, JWKS string
-	// Namespace is the only X-Namespace answered.
+	// Namespace is the only X-Namespace answered (a request may name none).
 	Namespace string
 	// Origin is the only origin CORS lets call from a browser.
 	Origin string
@@ -94,7 +94,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.logger.WarnContext(r.Context(), "codec request refused", "reason", err.Error())
 		return
 	}
-	if ns := r.Header.Get("X-Namespace"); ns != g.o.Namespace {
+	// The UI names its namespace; a CLI may name none.
+	if ns := r.Header.Get("X-Namespace"); ns != "" && ns != g.o.Namespace {
 		http.Error(w, "this codec serves namespace "+g.o.Namespace, http.StatusForbidden)
 		return
 	}

