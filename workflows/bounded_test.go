@@ -92,12 +92,14 @@ func (h *historyCost) events() int {
 // on a fresh environment whose clock goes on where the last one stopped; setup
 // mocks the activities of each run. It returns the last environment and each
 // run's estimated history.
-func outage(t *testing.T, in PlaceOrder, setup func(*env)) (*env, []int) {
+func outage(t *testing.T, start time.Time, in PlaceOrder, setup func(*env)) (*env, []int) {
 	t.Helper()
-	clock := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	clock := start
 	var runs []int
 	for {
 		e := newEnv(t)
+		// A week of attempts takes a few seconds of real time, more under -race.
+		e.SetTestTimeout(5 * time.Minute)
 		e.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&serverAttempts{}}})
 		e.SetStartTime(clock)
 		setup(e)
@@ -120,7 +122,10 @@ func outage(t *testing.T, in PlaceOrder, setup func(*env)) (*env, []int) {
 }
 
 // serverAttempts gives the activities a retry policy without a maximum of attempts
-// what the server gives them, unlimited: the test suite caps them at 10.
+// what the server gives them, unlimited: the test suite caps them at 10. It also
+// widens each attempt's timeouts: the suite's clock can skip past them while a
+// mocked attempt runs on a slow (race-instrumented) machine, which the server's
+// clock never does.
 type serverAttempts struct {
 	interceptor.WorkerInterceptorBase
 }
@@ -146,9 +151,10 @@ func (o *serverAttemptsOutbound) ExecuteActivity(ctx workflow.Context, activityT
 	if p := opts.RetryPolicy; p != nil && p.MaximumAttempts == 0 {
 		unlimited := *p
 		unlimited.MaximumAttempts = math.MaxInt32
-		ctx = workflow.WithRetryPolicy(ctx, unlimited)
+		opts.RetryPolicy = &unlimited
 	}
-	return o.Next.ExecuteActivity(ctx, activityType, args...)
+	opts.StartToCloseTimeout, opts.HeartbeatTimeout = time.Hour, 0
+	return o.Next.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activityType, args...)
 }
 
 func (o *serverAttemptsOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
@@ -174,11 +180,13 @@ func checkBounded(t *testing.T, runs []int) {
 // Refused credentials for a week, then accepted: one intent, one confirm, PAID, and
 // the wait added nothing to the history (the activity's attempts).
 func TestCredentialsRefusedForAWeekKeepTheHistoryBounded(t *testing.T) {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	var rec *intents
-	e, runs := outage(t, placeOrder(), func(e *env) {
+	e, runs := outage(t, start, placeOrder(), func(e *env) {
 		e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(
 			func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
+				e.f.mu.Lock()
+				defer e.f.mu.Unlock()
 				rec.creates = append(rec.creates, in.Key)
 				if e.Now().Sub(start) < week {
 					return activities.IntentResult{}, temporal.NewApplicationError("invalid API key", activities.ErrProviderUnauthorized)
@@ -206,12 +214,14 @@ func TestCredentialsRefusedForAWeekKeepTheHistoryBounded(t *testing.T) {
 // as new with its generations, so the keys never repeat and the last run confirms
 // the intent that was created; the orphans are swept.
 func TestSaved5xxForAWeekContinuesAsNew(t *testing.T) {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	var creates []string
 	var all []*intents
-	e, runs := outage(t, placeOrder(), func(e *env) {
+	e, runs := outage(t, start, placeOrder(), func(e *env) {
 		e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(
 			func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
+				e.f.mu.Lock()
+				defer e.f.mu.Unlock()
 				creates = append(creates, in.Key)
 				if e.Now().Sub(start) < week {
 					return activities.IntentResult{}, typed(activities.ErrPaymentUnknown)
@@ -241,11 +251,13 @@ func TestSaved5xxForAWeekContinuesAsNew(t *testing.T) {
 // Postgres down for a week as the order is marked PAID: the local attempts stop
 // after a minute and the regular activity waits out the rest.
 func TestPostgresDownForAWeekKeepsTheHistoryBounded(t *testing.T) {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	attempts := 0
-	e, runs := outage(t, placeOrder(), func(e *env) {
+	e, runs := outage(t, start, placeOrder(), func(e *env) {
 		e.OnActivity(e.orders.Transition, mock.Anything, mock.Anything).Return(
 			func(_ context.Context, tr activities.Transition) error {
+				e.f.mu.Lock()
+				defer e.f.mu.Unlock()
 				attempts++
 				if e.Now().Sub(start) < week {
 					return errors.New("connect: connection refused")
@@ -268,11 +280,13 @@ func TestPostgresDownForAWeekKeepsTheHistoryBounded(t *testing.T) {
 // A confirm that leaves the intent processing for a week: read until it settles,
 // one activity.
 func TestProcessingForAWeekKeepsTheHistoryBounded(t *testing.T) {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	var rec *intents
-	e, runs := outage(t, placeOrder(), func(e *env) {
+	e, runs := outage(t, start, placeOrder(), func(e *env) {
 		e.OnActivity(e.payments.AwaitIntent, mock.Anything, mock.Anything).Return(
 			func(_ context.Context, in activities.RetrieveInput) (activities.IntentState, error) {
+				e.f.mu.Lock()
+				defer e.f.mu.Unlock()
 				rec.retrieves = append(rec.retrieves, in.Key)
 				if e.Now().Sub(start) < week {
 					return state(activities.IntentProcessing), temporal.NewApplicationError("processing", activities.ErrIntentPending)
@@ -281,6 +295,8 @@ func TestProcessingForAWeekKeepsTheHistoryBounded(t *testing.T) {
 			})
 		e.OnActivity(e.payments.RetrieveIntent, mock.Anything, mock.Anything).Return(
 			func(_ context.Context, in activities.RetrieveInput) (activities.IntentState, error) {
+				e.f.mu.Lock()
+				defer e.f.mu.Unlock()
 				rec.retrieves = append(rec.retrieves, in.Key)
 				if e.Now().Sub(start) < week {
 					return state(activities.IntentProcessing), nil
@@ -300,14 +316,16 @@ func TestProcessingForAWeekKeepsTheHistoryBounded(t *testing.T) {
 // answers CancelPending when its run continues as new, and the next run ends the
 // order CANCELLED once the refund goes through.
 func TestCancelCarriedAcrossRuns(t *testing.T) {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	in := placeOrder()
 	in.CancelWindow = time.Hour
 	var refunds []string
 	var answers []error
-	e, runs := outage(t, in, func(e *env) {
+	e, runs := outage(t, start, in, func(e *env) {
 		e.OnActivity(e.payments.RefundIntent, mock.Anything, mock.Anything).Return(
 			func(_ context.Context, in activities.RefundIntentInput) (activities.RefundResult, error) {
+				e.f.mu.Lock()
+				defer e.f.mu.Unlock()
 				refunds = append(refunds, in.Key)
 				if e.Now().Sub(start) < 24*time.Hour {
 					return activities.RefundResult{}, typed(activities.ErrPaymentUnknown)

@@ -60,8 +60,9 @@ func TestEventIDsAreScopedByTenantAndBody(t *testing.T) {
 	if n := p.processed(t); n != 2 {
 		t.Errorf("processed_events rows = %d, want 2 (one per tenant)", n)
 	}
-	if got := stacktest.Header(dead[0], consumer.HeaderError); !strings.Contains(got, "different order") || string(dead[0].Value) != string(reused) {
-		t.Errorf("dead letter = %q, error %q; want the reused event, saying so", dead[0].Value, got)
+	value, err := p.Codec.Open(dead[0].Value)
+	if got := stacktest.Header(dead[0], consumer.HeaderError); err != nil || !strings.Contains(got, "different order") || string(value) != string(reused) {
+		t.Errorf("dead letter = %q (%v), error %q; want the reused event, saying so", value, err, got)
 	}
 	wfA, wfB := order.WorkflowID(p.tenant, order.FromEvent, "E"), order.WorkflowID(other, order.FromEvent, "E")
 	stacktest.Eventually(t, 30*time.Second, "both orders in Postgres", func() bool {
