@@ -78,7 +78,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		return nil, fmt.Errorf("PAYLOAD_KEYS: %w", err)
 	}
 	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{
-		Address: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"], Codec: payloadcodec.New(ring), Logger: logger,
+		Connection: client.Options{HostPort: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"]}, Codec: payloadcodec.New(ring), Logger: logger,
 	}); err != nil {
 		return nil, err
 	}

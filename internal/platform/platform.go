@@ -48,7 +48,7 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 		return nil, err
 	}
 	tc, err := temporalclient.Dial(ctx, temporalclient.Settings{
-		Address: c.TemporalAddress, Namespace: c.TemporalNamespace, Codec: codec, Metrics: sdkMetrics,
+		Connection: c.Temporal, Codec: codec, Metrics: sdkMetrics,
 		Interceptors: []interceptor.ClientInterceptor{traced}, Logger: logger,
 	})
 	if err != nil {

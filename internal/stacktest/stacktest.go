@@ -91,7 +91,7 @@ func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.Cl
 		if err != nil {
 			tb.Fatalf("payload keys: %v", err)
 		}
-		opts = temporalclient.Settings{Address: opts.HostPort, Namespace: opts.Namespace, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
+		opts = temporalclient.Settings{Connection: client.Options{HostPort: opts.HostPort, Namespace: opts.Namespace}, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
 	}
 	opts.Interceptors = interceptors
 	c, err := client.Dial(opts)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"go.temporal.io/sdk/client"
 )
 
 // Env reads settings from a getenv function (os.Getenv in mains, a map in tests).
@@ -86,9 +88,10 @@ func (e *Env) Err() error {
 
 // Common are the settings every orderflow process reads, with their defaults.
 type Common struct {
-	DatabaseURL       string
-	DBMaxConns        int
-	TemporalAddress   string
+	DatabaseURL string
+	DBMaxConns  int
+	// Temporal is the connection to Temporal (temporalclient.LoadConnection).
+	Temporal          client.Options
 	TemporalNamespace string
 	TaskQueue         string
 	CancelWindow      time.Duration
@@ -101,18 +104,31 @@ type Common struct {
 
 // Common reads the shared settings.
 func (e *Env) Common() Common {
-	return Common{
-		DatabaseURL:       e.Required("DATABASE_URL"),
-		DBMaxConns:        e.Int("DB_MAX_CONNS", 20),
-		TemporalAddress:   e.String("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		TemporalNamespace: e.String("TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:         e.String("TASK_QUEUE", "orders"),
-		CancelWindow:      e.Duration("CANCEL_WINDOW", 0),
-		LookupDelay:       e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
-		ShutdownTimeout:   e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
-		LogLevel:          e.String("LOG_LEVEL", "info"),
-		PayloadKeys:       e.keyring("PAYLOAD_KEYS"),
+	c := Common{
+		DatabaseURL:     e.Required("DATABASE_URL"),
+		DBMaxConns:      e.Int("DB_MAX_CONNS", 20),
+		Temporal:        e.temporal(),
+		TaskQueue:       e.String("TASK_QUEUE", "orders"),
+		CancelWindow:    e.Duration("CANCEL_WINDOW", 0),
+		LookupDelay:     e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
+		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
+		LogLevel:        e.String("LOG_LEVEL", "info"),
+		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
+	c.TemporalNamespace = c.Temporal.Namespace
+	return c
+}
+
+// temporal reads the Temporal connection as Temporal's tools do.
+func (e *Env) temporal() client.Options {
+	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) {
+		v := e.getenv(k)
+		return v, v != ""
+	})
+	if err != nil {
+		e.errs = append(e.errs, err)
+	}
+	return conn
 }
 
 // keyring reads a required payload keyring; the error never quotes the value.
