@@ -157,8 +157,8 @@ func (b *bench) httpReplay(ctx context.Context) (Result, error) {
 }
 
 func (b *bench) produce(ctx context.Context, topic string, value func(i int) []byte) error {
-	w := &kafka.Writer{Addr: kafka.TCP(b.brokers...), Topic: topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: 5 * time.Millisecond, BatchSize: 500, Transport: &kafka.Transport{}}
+	w := &kafka.Writer{Addr: kafka.TCP(b.kafka.Brokers...), Topic: topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: 5 * time.Millisecond, BatchSize: 500, Transport: b.kafka.Transport()}
 	defer w.Close()
 	msgs := make([]kafka.Message, b.n)
 	for i := range msgs {
@@ -175,7 +175,7 @@ func (b *bench) consume(ctx context.Context, name string, every int) (Result, er
 			return Result{Scenario: name}, err
 		}
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.brokers, GroupID: testkit.Name("plain"), Topic: b.topics["plain"],
+	r := b.kafka.NewReader(kafka.ReaderConfig{GroupID: testkit.Name("plain"), Topic: b.topics["plain"],
 		StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	var batch []kafka.Message
@@ -251,7 +251,7 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 }
 
 func (b *bench) waitCommitted(ctx context.Context) error {
-	cl := &kafka.Client{Addr: kafka.TCP(b.brokers...), Timeout: 10 * time.Second}
+	cl := b.kafka.Client()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: b.group, Topics: map[string][]int{b.topics["requests"]: {0, 1, 2, 3}}})
 		if err != nil {

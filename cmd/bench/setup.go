@@ -35,7 +35,7 @@ type bench struct {
 	run     string // unique suffix of this run's names
 	pool    *pgxpool.Pool
 	tc      client.Client
-	brokers []string
+	kafka   kafkaclient.Cluster
 	tenant  string
 	apiKey  string
 	queue   string
@@ -59,11 +59,13 @@ type bench struct {
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
 	b := &bench{n: n, conc: conc, out: out, env: env, run: testkit.Name("bench")[len("bench-"):], bins: bins, topics: map[string]string{},
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * conc}}}
-	b.brokers = strings.Split(env["KAFKA_BROKERS"], ",")
+	var err error
+	if b.kafka, err = testkit.Kafka(env); err != nil {
+		return nil, err
+	}
 	b.tenant, b.queue, b.group = "bench-"+b.run, "bench-"+b.run, "bench-"+b.run
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	var err error
 	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20, nil); err != nil {
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	}
 	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
 		b.topics[role] = "bench-" + role + "-" + b.run
-		if err := kafkaclient.CreateTopic(ctx, b.brokers[0], b.topics[role], 4, testkit.Replicas(env)); err != nil {
+		if err := kafkaclient.CreateTopic(ctx, b.kafka, b.topics[role], 4, testkit.Replicas(env)); err != nil {
 			return nil, err
 		}
 	}

@@ -23,7 +23,7 @@ import (
 type cfg struct {
 	config.Common
 	Run             worker.RunOptions
-	KafkaBrokers    []string
+	Kafka           kafkaclient.Cluster
 	EventsTopic     string
 	RequestsTopic   string
 	DLQTopic        string
@@ -50,7 +50,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		ShutdownTimeout:   c.ShutdownTimeout,
 		KafkaCloseTimeout: e.Duration("KAFKA_CLOSE_TIMEOUT", 5*time.Second),
 	}
-	c.KafkaBrokers = e.List("KAFKA_BROKERS", "127.0.0.1:9092")
+	c.Kafka = e.Kafka()
 	c.EventsTopic = e.String("EVENTS_TOPIC", "orders.events")
 	c.RequestsTopic = e.String("REQUESTS_TOPIC", "orders.requested")
 	c.DLQTopic = e.String("DLQ_TOPIC", "orders.requested.dlq")
@@ -105,9 +105,9 @@ func redrive(ctx context.Context, c cfg, args []string, logger *slog.Logger, std
 		return err
 	}
 	defer pool.Close()
-	w := kafkaclient.NewWriter(c.KafkaBrokers, "")
+	w := kafkaclient.NewWriter(c.Kafka, "")
 	defer w.Close()
-	sum, err := consumer.Redrive(ctx, c.KafkaBrokers, consumer.RedriveOptions{
+	sum, err := consumer.Redrive(ctx, c.Kafka, consumer.RedriveOptions{
 		DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, EventIDs: ids, Progress: 1000,
 	}, w, consumer.NewRedrives(pool), payloadcodec.New(c.PayloadKeys), logger)
 	fmt.Fprintf(stdout, "%s -> %s: %s\n", c.DLQTopic, c.RequestsTopic, sum)

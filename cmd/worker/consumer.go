@@ -18,12 +18,12 @@ import (
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader
 // per assigned partition, and the intake service that deduplicates events.
 func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, traces *tracing.Tracing, logger *slog.Logger) (*consumer.Consumer, error) {
-	group, err := kafkaclient.NewConsumerGroup(c.KafkaBrokers, c.Consumer.Group, c.RequestsTopic, logger)
+	group, err := kafkaclient.NewConsumerGroup(c.Kafka, c.Consumer.Group, c.RequestsTopic, logger)
 	if err != nil {
 		return nil, err
 	}
 	readers := func(p int) consumer.PartitionReader {
-		return kafkaclient.NewPartitionReader(c.KafkaBrokers, c.RequestsTopic, p)
+		return kafkaclient.NewPartitionReader(c.Kafka, c.RequestsTopic, p)
 	}
 	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
 		Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger, Codec: base.Codec}, c.Consumer.Group)

@@ -57,8 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer base.Close() // after worker.Run's ordered stop
 	reg := base.Registry
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
-	events := kafkaclient.NewWriter(c.KafkaBrokers, c.EventsTopic)
-	dlq := kafkaclient.NewWriter(c.KafkaBrokers, c.DLQTopic)
+	events := kafkaclient.NewWriter(c.Kafka, c.EventsTopic)
+	dlq := kafkaclient.NewWriter(c.Kafka, c.DLQTopic)
 	cons, err := newConsumer(c, base, dlq, reg, traces, logger)
 	if err != nil {
 		return err

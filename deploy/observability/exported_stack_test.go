@@ -51,7 +51,7 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 			t.Fatalf("POST %d: %d", i, code)
 		}
 	}
-	w := kafkaclient.NewWriter(h.Brokers, requests)
+	w := kafkaclient.NewWriter(h.Kafka, requests)
 	defer w.Close()
 	ev := []byte(fmt.Sprintf(`{"eventId":"e1","tenant":%q,"order":%s}`, tenant, orderJSON))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: ev}, kafka.Message{Value: ev}, kafka.Message{Value: []byte("{not json")}); err != nil {

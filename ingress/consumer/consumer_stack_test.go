@@ -76,14 +76,14 @@ func (p *pipeline) runConsumerWith(t *testing.T, opts consumer.Options, dlqTopic
 	t.Helper()
 	reg = prometheus.NewRegistry()
 	opts.Topic = p.requests
-	group, err := kafkaclient.NewConsumerGroup(p.Brokers, p.group, p.requests, stacktest.Logger(t))
+	group, err := kafkaclient.NewConsumerGroup(p.Kafka, p.group, p.requests, stacktest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	readers := func(part int) consumer.PartitionReader {
-		return kafkaclient.NewPartitionReader(p.Brokers, p.requests, part)
+		return kafkaclient.NewPartitionReader(p.Kafka, p.requests, part)
 	}
-	dlq := kafkaclient.NewWriter(p.Brokers, dlqTopic)
+	dlq := kafkaclient.NewWriter(p.Kafka, dlqTopic)
 	c := consumer.New(opts, group, readers, dlq, p.Codec,
 		p.ConsumerIntake(p.group), apikeys.NewTenants(p.Pool, 200*time.Millisecond),
 		stacktest.Logger(t), consumer.NewMetrics(reg), p.Tracing)
@@ -237,7 +237,7 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	defer w.Close()
 	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, EventIDs: []string{"unknown-tenant", "forged"}}
 	for run := range 2 {
-		sum, err := consumer.Redrive(context.Background(), p.Brokers, opts, w, consumer.NewRedrives(p.Pool), p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		sum, err := consumer.Redrive(context.Background(), p.Kafka, opts, w, consumer.NewRedrives(p.Pool), p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		t.Logf("redrive %d: %s", run+1, sum)
 		want := consumer.RedriveSummary{Read: len(poison) + 1, Redriven: 1, OtherTopic: 1, Unselected: len(poison) - 1}
 		if run == 1 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/redact"
 	"github.com/segmentio/kafka-go"
 )
@@ -167,11 +168,11 @@ type RedriveOptions struct {
 // later run skips it. A crash between the write and the record sends it again on
 // the next run, which the consumer absorbs as a duplicate eventId. w must not have
 // a Topic of its own.
-func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, logger *slog.Logger) (RedriveSummary, error) {
+func Redrive(ctx context.Context, cluster kafkaclient.Cluster, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, logger *slog.Logger) (RedriveSummary, error) {
 	var sum RedriveSummary
-	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
+	conn, err := cluster.Dial(ctx)
 	if err != nil {
-		return sum, fmt.Errorf("dial %s: %w", brokers[0], err)
+		return sum, err
 	}
 	parts, err := conn.ReadPartitions(opts.DLQTopic)
 	conn.Close()
@@ -179,14 +180,14 @@ func Redrive(ctx context.Context, brokers []string, opts RedriveOptions, w Write
 		return sum, fmt.Errorf("partitions of %s: %w", opts.DLQTopic, err)
 	}
 	for _, p := range parts {
-		first, last, err := offsets(ctx, brokers[0], opts.DLQTopic, p.ID)
+		first, last, err := offsets(ctx, cluster, opts.DLQTopic, p.ID)
 		if err != nil {
 			return sum, err
 		}
 		if first >= last {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: opts.DLQTopic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
+		r := cluster.NewReader(kafka.ReaderConfig{Topic: opts.DLQTopic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
 		if err := r.SetOffset(first); err != nil {
 			r.Close()
 			return sum, fmt.Errorf("seek %s/%d: %w", opts.DLQTopic, p.ID, err)
@@ -275,10 +276,10 @@ func original(m kafka.Message, keys Sealer) (out kafka.Message, from string, who
 	return out, from, whole, err
 }
 
-func offsets(ctx context.Context, broker, topic string, partition int) (first, last int64, err error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, partition)
+func offsets(ctx context.Context, cluster kafkaclient.Cluster, topic string, partition int) (first, last int64, err error) {
+	conn, err := cluster.DialLeader(ctx, topic, partition)
 	if err != nil {
-		return 0, 0, fmt.Errorf("dial leader of %s/%d: %w", topic, partition, err)
+		return 0, 0, err
 	}
 	defer conn.Close()
 	first, last, err = conn.ReadOffsets()

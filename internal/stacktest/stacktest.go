@@ -108,6 +108,16 @@ func Brokers(tb testing.TB) []string {
 	return strings.Split(Env(tb)["KAFKA_BROKERS"], ",")
 }
 
+// Kafka is the stack's Kafka cluster with its security, as the processes reach it.
+func Kafka(tb testing.TB) kafkaclient.Cluster {
+	tb.Helper()
+	c, err := testkit.Kafka(Env(tb))
+	if err != nil {
+		tb.Fatalf("kafka settings of the stack: %v", err)
+	}
+	return c
+}
+
 // Service runs scripts/stack ACTION SERVICE (stop, start, restart) for fault tests.
 func Service(tb testing.TB, action, service string) {
 	tb.Helper()
@@ -147,7 +157,7 @@ func EndOffset(tb testing.TB, topic string, partition int) int64 {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	end, err := kafkaclient.EndOffset(ctx, Brokers(tb)[0], topic, partition)
+	end, err := kafkaclient.EndOffset(ctx, Kafka(tb), topic, partition)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -208,7 +218,7 @@ func Header(m kafka.Message, key string) string {
 // if they do not arrive within 20 s.
 func Messages(tb testing.TB, topic string, want int) []kafka.Message {
 	tb.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: Brokers(tb), Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	r := Kafka(tb).NewReader(kafka.ReaderConfig{Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 )
 
@@ -91,7 +92,19 @@ func FreeAddr() (string, error) {
 // replication factor.
 func Topic(ctx context.Context, env map[string]string, prefix string, partitions int) (string, error) {
 	topic := Name(prefix)
-	return topic, kafkaclient.CreateTopic(ctx, strings.Split(env["KAFKA_BROKERS"], ",")[0], topic, partitions, Replicas(env))
+	cluster, err := Kafka(env)
+	if err != nil {
+		return topic, err
+	}
+	return topic, kafkaclient.CreateTopic(ctx, cluster, topic, partitions, Replicas(env))
+}
+
+// Kafka is the stack's Kafka cluster, with the security its env names (the
+// KAFKA_* variables a process reads).
+func Kafka(env map[string]string) (kafkaclient.Cluster, error) {
+	e := config.New(func(k string) string { return env[k] })
+	c := e.Kafka()
+	return c, e.Err()
 }
 
 // Replicas is the replication factor of the stack's topics: 3 on the cluster

@@ -38,6 +38,7 @@ type Orders struct {
 	Queue    string
 	Topic    string
 	Brokers  []string
+	Kafka    kafkaclient.Cluster // the brokers with the stack's security
 	Env      map[string]string
 	// Tracing traces the in-process worker's activities (not recorded by default).
 	Tracing *tracing.Tracing
@@ -54,6 +55,7 @@ func NewOrders(tb testing.TB) *Orders {
 		Queue:    stacktest.Name("orders"),
 		Topic:    stacktest.Topic(tb, 1),
 		Brokers:  stacktest.Brokers(tb),
+		Kafka:    stacktest.Kafka(tb),
 		Env:      stacktest.Env(tb),
 		Tracing:  tracing.With(noop.NewTracerProvider()),
 	}
@@ -66,7 +68,7 @@ func NewOrders(tb testing.TB) *Orders {
 // StartWorker runs the real worker inside the test process until cleanup.
 func (h *Orders) StartWorker(tb testing.TB) {
 	tb.Helper()
-	writer := kafkaclient.NewWriter(h.Brokers, h.Topic)
+	writer := kafkaclient.NewWriter(h.Kafka, h.Topic)
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
 		worker.NewActivities(h.Pool, provider.New(h.SimURL, "", 2*time.Second, h.Tracing.Transport(nil)), writer, prometheus.NewRegistry(), h.Tracing))
 	if err := w.Start(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"go.temporal.io/sdk/client"
@@ -129,6 +130,23 @@ func (e *Env) temporal() client.Options {
 		e.errs = append(e.errs, err)
 	}
 	return conn
+}
+
+// Kafka reads the brokers and the cluster's security (KAFKA_BROKERS, KAFKA_TLS,
+// KAFKA_TLS_CA_PATH, KAFKA_TLS_CERT_PATH, KAFKA_TLS_KEY_PATH, KAFKA_TLS_SERVER_NAME,
+// KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD).
+func (e *Env) Kafka() kafkaclient.Cluster {
+	tlsOn := e.String("KAFKA_TLS", "false")
+	c, err := kafkaclient.NewCluster(e.List("KAFKA_BROKERS", "127.0.0.1:9092"), kafkaclient.Security{
+		TLS: tlsOn == "true" || tlsOn == "1", CAPath: e.String("KAFKA_TLS_CA_PATH", ""),
+		CertPath: e.String("KAFKA_TLS_CERT_PATH", ""), KeyPath: e.String("KAFKA_TLS_KEY_PATH", ""),
+		ServerName: e.String("KAFKA_TLS_SERVER_NAME", ""), Mechanism: e.String("KAFKA_SASL_MECHANISM", ""),
+		Username: e.String("KAFKA_SASL_USERNAME", ""), Password: e.String("KAFKA_SASL_PASSWORD", ""),
+	})
+	if err != nil {
+		e.errs = append(e.errs, err)
+	}
+	return c
 }
 
 // keyring reads a required payload keyring; the error never quotes the value.

@@ -1,10 +1,12 @@
-// Package kafkaclient builds every kafka-go reader and writer of orderflow with the
-// project's settings, and closes them with a guard: kafka-go's Close can hang on
+// Package kafkaclient builds every kafka-go client of orderflow (writers, group
+// and partition readers, admin connections) with the project's settings and the
+// cluster's security, and closes them with a guard: kafka-go's Close can hang on
 // some broker failures.
 package kafkaclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,15 +16,65 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
+// dialTimeout bounds one connection to a broker, TLS and SASL included.
+const dialTimeout = 10 * time.Second
+
+// Dialer is how every reader and admin connection reaches the cluster.
+func (c Cluster) Dialer() *kafka.Dialer {
+	return &kafka.Dialer{Timeout: dialTimeout, DualStack: true, TLS: c.TLS, SASLMechanism: c.SASL}
+}
+
+// Transport is a writer's or a client's own transport: its cached metadata is not
+// shared with other writers, as the process-wide default's would be.
+func (c Cluster) Transport() *kafka.Transport {
+	return &kafka.Transport{DialTimeout: dialTimeout, MetadataTTL: 5 * time.Second, TLS: c.TLS, SASL: c.SASL}
+}
+
+// Dial connects to the first bootstrap broker that answers.
+func (c Cluster) Dial(ctx context.Context) (*kafka.Conn, error) {
+	var errs []error
+	for _, b := range c.Brokers {
+		conn, err := c.Dialer().DialContext(ctx, "tcp", b)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("dial kafka: %w", errors.Join(errs...))
+}
+
+// DialLeader connects to the leader of one partition.
+func (c Cluster) DialLeader(ctx context.Context, topic string, partition int) (*kafka.Conn, error) {
+	var errs []error
+	for _, b := range c.Brokers {
+		conn, err := c.Dialer().DialLeader(ctx, "tcp", b, topic, partition)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("dial leader of %s/%d: %w", topic, partition, errors.Join(errs...))
+}
+
+// Client is an admin client of the cluster.
+func (c Cluster) Client() *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: 10 * time.Second, Transport: c.Transport()}
+}
+
+// NewReader returns a reader with the cluster's brokers and security set on cfg.
+func (c Cluster) NewReader(cfg kafka.ReaderConfig) *kafka.Reader {
+	cfg.Brokers, cfg.Dialer = c.Brokers, c.Dialer()
+	return kafka.NewReader(cfg)
+}
+
 // NewWriter returns a writer for topic ("" when each message names its own) that
 // waits for all in-sync replicas and does not hold a lone message back: kafka-go's
 // defaults are no acks and a 1 s batch wait. Messages with the same key go to the
-// same partition. It has a transport of its own rather than the process-wide
-// default, whose cached metadata is shared by every writer.
-func NewWriter(brokers []string, topic string) *kafka.Writer {
+// same partition.
+func NewWriter(c Cluster, topic string) *kafka.Writer {
 	return &kafka.Writer{
-		Transport:              &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: 5 * time.Second},
-		Addr:                   kafka.TCP(brokers...),
+		Transport:              c.Transport(),
+		Addr:                   kafka.TCP(c.Brokers...),
 		Topic:                  topic,
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
@@ -34,10 +86,11 @@ func NewWriter(brokers []string, topic string) *kafka.Writer {
 
 // NewConsumerGroup joins group on topic. Offsets start at the first message when
 // the group has none; commits are explicit, through each generation.
-func NewConsumerGroup(brokers []string, group, topic string, logger *slog.Logger) (*kafka.ConsumerGroup, error) {
+func NewConsumerGroup(c Cluster, group, topic string, logger *slog.Logger) (*kafka.ConsumerGroup, error) {
 	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                group,
-		Brokers:           brokers,
+		Brokers:           c.Brokers,
+		Dialer:            c.Dialer(),
 		Topics:            []string{topic},
 		StartOffset:       kafka.FirstOffset,
 		HeartbeatInterval: 2 * time.Second,
@@ -56,9 +109,8 @@ func NewConsumerGroup(brokers []string, group, topic string, logger *slog.Logger
 
 // NewPartitionReader returns a reader of one partition of topic, outside any group:
 // its offset is set by the caller and nothing is committed by it.
-func NewPartitionReader(brokers []string, topic string, partition int) *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   brokers,
+func NewPartitionReader(c Cluster, topic string, partition int) *kafka.Reader {
+	return c.NewReader(kafka.ReaderConfig{
 		Topic:     topic,
 		Partition: partition,
 		MinBytes:  1,
@@ -84,10 +136,10 @@ func Close(ctx context.Context, timeout time.Duration, close func() error) error
 
 // EndOffset returns the offset after the last message of one partition (its high
 // watermark), asked of the partition's leader.
-func EndOffset(ctx context.Context, broker, topic string, partition int) (int64, error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, partition)
+func EndOffset(ctx context.Context, c Cluster, topic string, partition int) (int64, error) {
+	conn, err := c.DialLeader(ctx, topic, partition)
 	if err != nil {
-		return 0, fmt.Errorf("dial leader of %s/%d: %w", topic, partition, err)
+		return 0, err
 	}
 	defer conn.Close()
 	end, err := conn.ReadLastOffset()
@@ -101,17 +153,17 @@ func EndOffset(ctx context.Context, broker, topic string, partition int) (int64,
 // waits until every partition's leader serves it, so first writes do not fail. A
 // replicated topic takes writes while one replica is down, and not with fewer:
 // min.insync.replicas is one less than the replication factor.
-func CreateTopic(ctx context.Context, broker, topic string, partitions, replicas int) error {
-	conn, err := kafka.DialContext(ctx, "tcp", broker)
+func CreateTopic(ctx context.Context, c Cluster, topic string, partitions, replicas int) error {
+	conn, err := c.Dial(ctx)
 	if err != nil {
-		return fmt.Errorf("dial kafka: %w", err)
+		return err
 	}
 	defer conn.Close()
 	ctrl, err := conn.Controller()
 	if err != nil {
 		return fmt.Errorf("kafka controller: %w", err)
 	}
-	cc, err := kafka.DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	cc, err := c.Dialer().DialContext(ctx, "tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
 	if err != nil {
 		return fmt.Errorf("dial kafka controller: %w", err)
 	}
@@ -124,7 +176,7 @@ func CreateTopic(ctx context.Context, broker, topic string, partitions, replicas
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for p := 0; p < partitions; {
-		if _, err := EndOffset(ctx, broker, topic, p); err == nil {
+		if _, err := EndOffset(ctx, c, topic, p); err == nil {
 			p++
 			continue
 		}
