@@ -1,0 +1,114 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// secured is the stack's SASL_SSL listener as one principal sees it, and the
+// settings a process would be given for it.
+func secured(t *testing.T, principal, password string) (kafkaclient.Cluster, map[string]string) {
+	t.Helper()
+	env := stacktest.Env(t)
+	brokers := env["ORDERFLOW_KAFKA_SASL_BROKERS"]
+	if brokers == "" {
+		t.Fatal("the stack has no SASL_SSL listener: run scripts/stack up again")
+	}
+	if password == "" {
+		b, err := os.ReadFile(filepath.Join(env["ORDERFLOW_KAFKA_PRINCIPALS"], principal+".password"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		password = strings.TrimSpace(string(b))
+	}
+	settings := map[string]string{"KAFKA_BROKERS": brokers, "KAFKA_TLS_CA_PATH": env["ORDERFLOW_STACK_CA"],
+		"KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "KAFKA_SASL_USERNAME": principal, "KAFKA_SASL_PASSWORD": password}
+	c, err := kafkaclient.NewCluster(strings.Split(brokers, ","), kafkaclient.Security{CAPath: settings["KAFKA_TLS_CA_PATH"],
+		Mechanism: "SCRAM-SHA-512", Username: principal, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, settings
+}
+
+func write(c kafkaclient.Cluster, topic string, value []byte) error {
+	w := kafkaclient.NewWriter(c, topic)
+	defer w.Close()
+	w.WriteTimeout = 10 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return w.WriteMessages(ctx, kafka.Message{Key: []byte("k"), Value: value})
+}
+
+// On the SASL_SSL listener, ACLs decide: a wrong password, a principal without an
+// ACL on the topic and the worker writing where it only reads are all refused, and
+// nothing lands.
+func TestSecuredKafkaRefusesWhatItShould(t *testing.T) {
+	topic := stacktest.Topic(t, 1)
+	for name, try := range map[string]func() error{
+		"wrong password": func() error {
+			c, _ := secured(t, "orderflow-producer", "not-the-password")
+			return write(c, topic, []byte("x"))
+		},
+		"producer on a topic it has no ACL for": func() error {
+			c, _ := secured(t, "orderflow-producer", "")
+			return write(c, topic, []byte("x"))
+		},
+		"worker writing to orders.requested, which it only reads": func() error {
+			c, _ := secured(t, "orderflow-worker", "")
+			return write(c, "orders.requested", []byte("x"))
+		},
+	} {
+		before := stacktest.EndOffset(t, "orders.requested", 0)
+		err := try()
+		var kerr kafka.Error
+		t.Logf("%s: %v", name, err)
+		if err == nil {
+			t.Errorf("%s: written", name)
+		} else if !errors.As(err, &kerr) && !strings.Contains(err.Error(), "SASL") && !strings.Contains(err.Error(), "uthori") {
+			t.Errorf("%s: refused for another reason: %v", name, err)
+		}
+		if n := stacktest.EndOffset(t, topic, 0); n != 0 {
+			t.Fatalf("%s: %d messages in %s", name, n, topic)
+		}
+		if after := stacktest.EndOffset(t, "orders.requested", 0); after != before {
+			t.Fatalf("%s: orders.requested grew from %d to %d", name, before, after)
+		}
+	}
+}
+
+// The worker process on the SASL_SSL listener as its own principal: it reads the
+// requests, places the order, and its events and dead letters are written, all
+// authenticated and encrypted.
+func TestWorkerOnSecuredKafka(t *testing.T) {
+	p := newPipeline(t)
+	admin, _ := secured(t, "orderflow-admin", "")
+	if err := write(admin, p.requests, event("secured-1", p.tenant)); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(admin, p.requests, []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	_, settings := secured(t, "orderflow-worker", "")
+	env := p.workerEnv(stacktest.FreeAddr(t), settings)
+	stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), env)
+	stacktest.Eventually(t, 60*time.Second, "the event placed and the poison dead-lettered", func() bool {
+		return p.processed(t) == 1 && stacktest.EndOffset(t, p.dlq, 0) == 1 && len(p.lagging(t)) == 0
+	})
+	wid := order.WorkflowID(p.tenant, order.FromEvent, "secured-1")
+	stacktest.Eventually(t, 30*time.Second, "OrderPaid on the events topic", func() bool { return stacktest.EndOffset(t, p.Topic, 0) >= 1 })
+	if n := stacktest.Runs(t, p.Temporal, wid); n != 1 {
+		t.Fatalf("%d workflows for the event", n)
+	}
+}
