@@ -1,7 +1,7 @@
 // Package tracing carries one trace per order across the API, Kafka, Temporal, the
 // worker, the payment provider and Postgres: W3C trace context everywhere, spans
-// exported over OTLP when the standard OTEL_* variables name an endpoint, and not
-// exported (but still propagated) otherwise.
+// exported as the standard OTEL_* variables say (OTLP over gRPC or HTTP), and not
+// exported (but still propagated) when they name no exporter.
 package tracing
 
 import (
@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -36,26 +36,43 @@ type Tracing struct {
 	shutdown   func(context.Context) error
 }
 
-// FromEnv exports spans over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (the exporter reads the other OTEL_*
-// variables itself: headers, TLS, timeout); otherwise spans are not recorded and
-// only the incoming trace context is passed on.
+// FromEnv exports spans with OpenTelemetry's autoexport, which reads the standard
+// variables itself: OTEL_TRACES_EXPORTER (otlp, console, none),
+// OTEL_EXPORTER_OTLP_PROTOCOL (grpc, http/protobuf), endpoints, headers, TLS,
+// timeout. Spans are not recorded, only the incoming trace context passed on, when
+// OTEL_SDK_DISABLED is true, OTEL_TRACES_EXPORTER is none, or no exporter and no
+// endpoint is named at all. The service is OTEL_SERVICE_NAME when set, else
+// service.
 func FromEnv(ctx context.Context, service string, getenv func(string) string) (*Tracing, error) {
-	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+	exporter := getenv("OTEL_TRACES_EXPORTER")
+	switch {
+	case getenv("OTEL_SDK_DISABLED") == "true", exporter == "none",
+		exporter == "" && getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "":
 		return With(noop.NewTracerProvider()), nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := autoexport.NewSpanExporter(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		return nil, fmt.Errorf("trace exporter: %w", err)
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(service)))
+	res, err := serviceResource(ctx, service)
 	if err != nil {
-		return nil, fmt.Errorf("trace resource: %w", err)
+		return nil, err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	t := With(tp)
 	t.shutdown = tp.Shutdown
 	return t, nil
+}
+
+// serviceResource names the process: service, unless OTEL_SERVICE_NAME (or
+// service.name in OTEL_RESOURCE_ATTRIBUTES) says otherwise.
+func serviceResource(ctx context.Context, service string) (*resource.Resource, error) {
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithHost(),
+		resource.WithAttributes(semconv.ServiceName(service)), resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("trace resource: %w", err)
+	}
+	return res, nil
 }
 
 // With uses tp (tests pass one with an in-memory exporter).
