@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -27,6 +29,7 @@ type objects struct {
 	pdbs        []*policyv1.PodDisruptionBudget
 	hpas        []*autoscalingv2.HorizontalPodAutoscaler
 	jobs        []*batchv1.Job
+	policies    []*networkingv1.NetworkPolicy
 }
 
 // build runs kustomize on dir and decodes every object, refusing unknown fields.
@@ -68,6 +71,10 @@ func build(t *testing.T, dir string) objects {
 			j := &batchv1.Job{}
 			strict(t, where, y, j)
 			o.jobs = append(o.jobs, j)
+		case "NetworkPolicy":
+			n := &networkingv1.NetworkPolicy{}
+			strict(t, where, y, n)
+			o.policies = append(o.policies, n)
 		default:
 			t.Errorf("%s: a kind the checks do not know", where)
 		}
@@ -108,6 +115,7 @@ func checkManifests(t *testing.T, o objects) {
 		}
 		checkPod(t, name, d.Spec.Template.Spec, shutdown, drain, name == "orderflow-api")
 		checkCovered(t, o, d)
+		checkIngress(t, o, d)
 	}
 	if len(o.jobs) != 1 || len(o.jobs[0].Spec.Template.Spec.Containers) != 1 ||
 		strings.Join(o.jobs[0].Spec.Template.Spec.Containers[0].Args, " ") != "migrate" {
@@ -214,6 +222,56 @@ func checkCovered(t *testing.T, o objects, d *appsv1.Deployment) {
 	}
 	if !hpa {
 		t.Errorf("%s: no HorizontalPodAutoscaler scales it", d.Name)
+	}
+}
+
+// checkIngress: a NetworkPolicy selects the Deployment's pods, and of its ports
+// only the public one (the API's http) is open to everyone; every other port has
+// named callers, and the codec is not open to the metrics' callers.
+func checkIngress(t *testing.T, o objects, d *appsv1.Deployment) {
+	t.Helper()
+	callers := map[string][]string{} // port name -> the callers' selectors
+	selected := false
+	for _, p := range o.policies {
+		match := true
+		for k, v := range p.Spec.PodSelector.MatchLabels {
+			match = match && d.Spec.Template.Labels[k] == v
+		}
+		if !match || len(p.Spec.PolicyTypes) == 0 {
+			continue
+		}
+		selected = true
+		for _, rule := range p.Spec.Ingress {
+			from := "everyone"
+			if len(rule.From) > 0 {
+				from = ""
+				for _, peer := range rule.From {
+					if peer.PodSelector == nil || len(peer.PodSelector.MatchLabels) == 0 {
+						from = "everyone"
+						break
+					}
+					from += fmt.Sprint(peer.PodSelector.MatchLabels)
+				}
+			}
+			for _, port := range rule.Ports {
+				callers[port.Port.String()] = append(callers[port.Port.String()], from)
+			}
+		}
+	}
+	if !selected {
+		t.Errorf("%s: no NetworkPolicy selects its pods", d.Name)
+		return
+	}
+	for _, port := range d.Spec.Template.Spec.Containers[0].Ports {
+		got := callers[port.Name]
+		switch {
+		case len(got) == 0:
+			t.Errorf("%s: port %s has no caller allowed", d.Name, port.Name)
+		case port.Name != "http" && slices.Contains(got, "everyone"):
+			t.Errorf("%s: port %s is open to everyone", d.Name, port.Name)
+		case port.Name == "codec" && slices.Equal(got, callers["ops"]):
+			t.Errorf("%s: the codec answers the metrics' callers", d.Name)
+		}
 	}
 }
 
