@@ -50,7 +50,7 @@ func (r *rig) traffic(t *testing.T, name string, d time.Duration) (wait func()) 
 // committed sums the group's committed offsets over the requests topic.
 func (r *rig) committed(t *testing.T) int64 {
 	t.Helper()
-	cl := &kafka.Client{Addr: kafka.TCP(r.Brokers...), Timeout: 10 * time.Second}
+	cl := r.Kafka.Client()
 	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: r.group, Topics: map[string][]int{r.requests: {0, 1, 2, 3}}})
 	if err != nil {
 		t.Fatal(err)

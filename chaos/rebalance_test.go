@@ -26,7 +26,7 @@ func (r *rig) member(t *testing.T) *stacktest.Proc {
 
 // offsets returns the group's committed offset per partition.
 func (r *rig) offsets(t *testing.T) map[int]int64 {
-	cl := &kafka.Client{Addr: kafka.TCP(r.Brokers...), Timeout: 5 * time.Second}
+	cl := r.Kafka.Client()
 	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: r.group, Topics: map[string][]int{r.requests: {0, 1, 2, 3}}})
 	out := map[int]int64{}
 	if err != nil {

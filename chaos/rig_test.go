@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
 
@@ -83,11 +84,9 @@ func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 // startAPIOn starts an API process on the given public and ops addresses.
 func (r *rig) startAPIOn(t *testing.T, addr, opsAddr, drainDelay string) *stacktest.Proc {
 	t.Helper()
-	env := map[string]string{
-		"DATABASE_URL": r.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": r.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE": r.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": r.Env["PAYLOAD_KEYS"], "TASK_QUEUE": r.Queue,
+	env := testkit.Connections(r.Env, map[string]string{"TASK_QUEUE": r.Queue,
 		"API_ADDR": addr, "OPS_ADDR": opsAddr, "DRAIN_DELAY": drainDelay, "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
-	}
+	})
 	for k, v := range r.apiEnv {
 		env[k] = v
 	}
@@ -155,8 +154,8 @@ func (r *rig) order(t *testing.T, key string) {
 
 // writer has its own transport (see consumer tests): the default one caches metadata.
 func (r *rig) writer() *kafka.Writer {
-	return &kafka.Writer{Addr: kafka.TCP(r.Brokers...), Topic: r.requests, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}, MaxAttempts: 20, WriteBackoffMax: time.Second}
+	return &kafka.Writer{Addr: kafka.TCP(r.Kafka.Brokers...), Topic: r.requests, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, Transport: r.Kafka.Transport(), MaxAttempts: 20, WriteBackoffMax: time.Second}
 }
 
 // produce writes one event, retrying until the broker has it for sure.
@@ -313,7 +312,7 @@ func (r *rig) events(t *testing.T, want int) (messages, distinctPaid int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	end := stacktest.EndOffset(t, r.Topic, 0)
-	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.Brokers, Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer rd.Close()
 	ids := map[string]map[string]bool{} // order/type -> eventIds
 	paid := map[string]bool{}

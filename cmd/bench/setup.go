@@ -79,9 +79,11 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if err != nil {
 		return nil, fmt.Errorf("PAYLOAD_KEYS: %w", err)
 	}
-	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{
-		Connection: client.Options{HostPort: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"]}, Codec: payloadcodec.New(ring), Logger: logger,
-	}); err != nil {
+	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) { v := env[k]; return v, v != "" })
+	if err != nil {
+		return nil, err
+	}
+	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{Connection: conn, Codec: payloadcodec.New(ring), Logger: logger}); err != nil {
 		return nil, err
 	}
 	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
@@ -100,12 +102,11 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		return nil, err
 	}
 	b.simURL, b.apiURL = "http://"+simAddr, "http://"+apiAddr
-	b.procEnv = map[string]string{
-		"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": env["TEMPORAL_NAMESPACE"],
-		"KAFKA_BROKERS": env["KAFKA_BROKERS"], "PAYLOAD_KEYS": env["PAYLOAD_KEYS"], "TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
+	b.procEnv = testkit.Connections(env, map[string]string{
+		"TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
 		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": "2s",
 		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc),
-	}
+	})
 	if err := b.start("paysim", map[string]string{"PAYSIM_ADDR": simAddr}, b.simURL+"/healthz"); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
 
@@ -38,10 +39,9 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 	env := h.WorkerEnv()
 	env["OPS_ADDR"], env["REQUESTS_TOPIC"], env["DLQ_TOPIC"], env["CONSUMER_GROUP"] = workerOps, requests, dlq, group
 	stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), env)
-	stacktest.Start(t, stacktest.Binary(t, "cmd/api"), map[string]string{
-		"DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"],
-		"PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": apiAddr, "OPS_ADDR": apiOps, "DRAIN_DELAY": "0s",
-	})
+	stacktest.Start(t, stacktest.Binary(t, "cmd/api"), testkit.Connections(h.Env, map[string]string{
+		"TASK_QUEUE": h.Queue, "API_ADDR": apiAddr, "OPS_ADDR": apiOps, "DRAIN_DELAY": "0s",
+	}))
 	for _, u := range []string{"http://" + workerOps + "/readyz", "http://" + apiOps + "/readyz"} {
 		stacktest.Eventually(t, 30*time.Second, u, func() bool { return get(u) == http.StatusOK })
 	}

@@ -61,8 +61,8 @@ func (p *pipeline) produce(t *testing.T, msgs ...kafka.Message) {
 // writer has a transport of its own: the shared default one caches topic metadata
 // for seconds and would not know a topic this test just created.
 func (p *pipeline) writer(topic string) *kafka.Writer {
-	return &kafka.Writer{Addr: kafka.TCP(p.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}
+	return &kafka.Writer{Addr: kafka.TCP(p.Kafka.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, Transport: p.Kafka.Transport()}
 }
 
 // runConsumer runs the consumer in the test process until the returned stop is called.
@@ -129,7 +129,7 @@ func (p *pipeline) lagging(t *testing.T) map[int][2]int64 {
 // none).
 func (p *pipeline) committedOffsets(t *testing.T) map[int]int64 {
 	t.Helper()
-	cl := &kafka.Client{Addr: kafka.TCP(p.Brokers...), Timeout: 10 * time.Second}
+	cl := p.Kafka.Client()
 	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: p.group, Topics: map[string][]int{p.requests: {0, 1, 2, 3}}})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
 
@@ -398,11 +399,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	h.keys[tenant] = apiKey
 	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	h.url = "http://" + addr
-	env := map[string]string{
-		"OPS_ADDR":     ops,
-		"DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": addr, "DRAIN_DELAY": "0s",
-	}
+	env := testkit.Connections(h.Env, map[string]string{"OPS_ADDR": ops, "TASK_QUEUE": h.Queue, "API_ADDR": addr, "DRAIN_DELAY": "0s"})
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)
 	waitReady(t, "http://"+ops)
@@ -484,11 +481,8 @@ func TestAPISIGTERMDuringPreferWaitAnswersAndFreesTheKey(t *testing.T) {
 	h.keys[tenant] = apiKey
 	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	h.url = "http://" + addr
-	env := map[string]string{
-		"OPS_ADDR": ops, "DATABASE_URL": h.Env["DATABASE_URL"], "TEMPORAL_ADDRESS": h.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE": h.Env["TEMPORAL_NAMESPACE"], "PAYLOAD_KEYS": h.Env["PAYLOAD_KEYS"], "TASK_QUEUE": h.Queue, "API_ADDR": addr,
-		"DRAIN_DELAY": "1s", "SHUTDOWN_TIMEOUT": "12s",
-	}
+	env := testkit.Connections(h.Env, map[string]string{"OPS_ADDR": ops, "TASK_QUEUE": h.Queue, "API_ADDR": addr,
+		"DRAIN_DELAY": "1s", "SHUTDOWN_TIMEOUT": "12s"})
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)
 	waitReady(t, "http://"+ops)

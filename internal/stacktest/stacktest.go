@@ -85,13 +85,18 @@ func Codec(tb testing.TB) *payloadcodec.Codec {
 func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.ClientInterceptor) client.Client {
 	tb.Helper()
 	env := Env(tb)
-	opts := client.Options{HostPort: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"], Logger: tlog.NewStructuredLogger(Logger(tb))}
+	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) { v := env[k]; return v, v != "" })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opts := conn
+	opts.Logger = tlog.NewStructuredLogger(Logger(tb))
 	if keys != "" {
 		ring, err := payloadcodec.ParseKeyring(keys)
 		if err != nil {
 			tb.Fatalf("payload keys: %v", err)
 		}
-		opts = temporalclient.Settings{Connection: client.Options{HostPort: opts.HostPort, Namespace: opts.Namespace}, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
+		opts = temporalclient.Settings{Connection: conn, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
 	}
 	opts.Interceptors = interceptors
 	c, err := client.Dial(opts)

@@ -99,6 +99,23 @@ func Topic(ctx context.Context, env map[string]string, prefix string, partitions
 	return topic, kafkaclient.CreateTopic(ctx, cluster, topic, partitions, Replicas(env))
 }
 
+// Connections are the stack's connection settings a child process needs, taken
+// from env with their security (a secured profile's TLS and credentials):
+// DATABASE_URL, PAYLOAD_KEYS, TEMPORAL_* and KAFKA_*, plus extra on top.
+func Connections(env map[string]string, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		if k == "DATABASE_URL" || k == "PAYLOAD_KEYS" || strings.HasPrefix(k, "TEMPORAL_") && k != "TEMPORAL_UI_URL" ||
+			strings.HasPrefix(k, "KAFKA_") && k != "KAFKA_REPLICATION_FACTOR" {
+			out[k] = v
+		}
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
 // Kafka is the stack's Kafka cluster, with the security its env names (the
 // KAFKA_* variables a process reads).
 func Kafka(env map[string]string) (kafkaclient.Cluster, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -86,12 +87,7 @@ const LookupDelay = time.Second
 
 // WorkerEnv is the environment of a cmd/worker process serving this pipeline.
 func (h *Orders) WorkerEnv() map[string]string {
-	return map[string]string{
-		"DATABASE_URL":         h.Env["DATABASE_URL"],
-		"TEMPORAL_ADDRESS":     h.Env["TEMPORAL_ADDRESS"],
-		"TEMPORAL_NAMESPACE":   h.Env["TEMPORAL_NAMESPACE"],
-		"KAFKA_BROKERS":        h.Env["KAFKA_BROKERS"],
-		"PAYLOAD_KEYS":         h.Env["PAYLOAD_KEYS"],
+	return testkit.Connections(h.Env, map[string]string{
 		"TASK_QUEUE":           h.Queue,
 		"EVENTS_TOPIC":         h.Topic,
 		"PAYMENTS_URL":         h.SimURL,
@@ -99,7 +95,7 @@ func (h *Orders) WorkerEnv() map[string]string {
 		"OPS_ADDR":             "127.0.0.1:0",
 		"WORKER_STOP_TIMEOUT":  "5s",
 		"PAYMENT_LOOKUP_DELAY": LookupDelay.String(),
-	}
+	})
 }
 
 // StartWorkerProcess runs cmd/worker as a child process, so it can be killed.
