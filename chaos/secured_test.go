@@ -81,6 +81,21 @@ func TestFleetSecuredProfileRefuses(t *testing.T) {
 			}
 			return c
 		}
+		// No listener answers without a credential: the brokers have no plaintext
+		// one, and the controllers want a client certificate.
+		for _, addr := range append(strings.Split(env["ORDERFLOW_KAFKA_PLAINTEXT"], ","), strings.Split(env["ORDERFLOW_KAFKA_CONTROLLERS"], ",")...) {
+			dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+			conn, err := (&kafka.Dialer{Timeout: 5 * time.Second}).DialContext(dctx, "tcp", addr)
+			if err == nil {
+				_, err = conn.ReadPartitions()
+				conn.Close()
+			}
+			dcancel()
+			t.Logf("plaintext to %s: %v", addr, err)
+			if err == nil {
+				t.Fatalf("%s answered a plaintext client", addr)
+			}
+		}
 		for name, try := range map[string]struct {
 			c     kafkaclient.Cluster
 			topic string
