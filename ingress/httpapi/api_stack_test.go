@@ -390,16 +390,7 @@ func TestBadInputGetsAClear4xx(t *testing.T) {
 // the response was written (forced by Prefer: wait with no worker running); the
 // client's retry against the restarted API gets the same order.
 func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
-	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}}
-	tenant := stacktest.Name("tenant")
-	apiKey, err := apikeys.New(h.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.keys[tenant] = apiKey
-	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
-	h.url = "http://" + addr
-	env := testkit.Connections(h.Env, map[string]string{"OPS_ADDR": ops, "TASK_QUEUE": h.Queue, "API_ADDR": addr, "DRAIN_DELAY": "0s"})
+	h, tenant, apiKey, ops, env := apiProcessHarness(t, map[string]string{"DRAIN_DELAY": "0s"})
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)
 	waitReady(t, "http://"+ops)
@@ -455,6 +446,26 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 	}
 }
 
+// apiProcessHarness prepares an API process on this pipeline: a tenant and its
+// key, free addresses, and the process's environment with extra on top.
+func apiProcessHarness(t *testing.T, extra map[string]string) (h *apiHarness, tenant, apiKey, ops string, env map[string]string) {
+	t.Helper()
+	h = &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}}
+	tenant = stacktest.Name("tenant")
+	apiKey, err := apikeys.New(h.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.keys[tenant] = apiKey
+	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
+	h.url = "http://" + addr
+	env = testkit.Connections(h.Env, map[string]string{"OPS_ADDR": ops, "TASK_QUEUE": h.Queue, "API_ADDR": addr})
+	for k, v := range extra {
+		env[k] = v
+	}
+	return h, tenant, apiKey, ops, env
+}
+
 func waitReady(t *testing.T, url string) {
 	t.Helper()
 	stacktest.Eventually(t, 30*time.Second, "the API to be ready", func() bool {
@@ -472,17 +483,7 @@ func waitReady(t *testing.T, url string) {
 // the key against the next process gets the same order at once, not a 409 for a
 // key locked by a process that is gone.
 func TestAPISIGTERMDuringPreferWaitAnswersAndFreesTheKey(t *testing.T) {
-	h := &apiHarness{Orders: workertest.NewOrders(t), keys: map[string]string{}}
-	tenant := stacktest.Name("tenant")
-	apiKey, err := apikeys.New(h.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.keys[tenant] = apiKey
-	addr, ops := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
-	h.url = "http://" + addr
-	env := testkit.Connections(h.Env, map[string]string{"OPS_ADDR": ops, "TASK_QUEUE": h.Queue, "API_ADDR": addr,
-		"DRAIN_DELAY": "1s", "SHUTDOWN_TIMEOUT": "12s"})
+	h, tenant, apiKey, ops, env := apiProcessHarness(t, map[string]string{"DRAIN_DELAY": "1s", "SHUTDOWN_TIMEOUT": "12s"})
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)
 	waitReady(t, "http://"+ops)

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -78,15 +79,34 @@ func Name(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b)
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
+// FreeAddr returns a loopback address with a port that was free a moment ago,
+// below the kernel's ephemeral range (32768 and up on Linux): a port the kernel
+// hands out for :0 is also one it may give an outgoing connection before the
+// process that was to listen on it starts.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+	var lastErr error
+	for range 50 {
+		n, err := rand.Int(rand.Reader, big.NewInt(freePortSpan))
+		if err != nil {
+			return "", fmt.Errorf("find a free port: %w", err)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", freePortBase+n.Int64()))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		defer ln.Close()
+		return ln.Addr().String(), nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", fmt.Errorf("find a free port: %w", lastErr)
 }
+
+// The ports FreeAddr picks from: above the stack's fixed ones (up to 19197, and
+// 18233 for the UI), below the ephemeral range.
+const (
+	freePortBase = 20000
+	freePortSpan = 12000
+)
 
 // Topic creates a topic with a unique name, the given partitions and the stack's
 // replication factor.
