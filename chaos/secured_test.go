@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,18 +66,7 @@ func TestFleetSecuredProfileRefuses(t *testing.T) {
 	t.Run("kafka", func(t *testing.T) {
 		topic := stacktest.Topic(t, 1)
 		principal := func(name, password string) kafkaclient.Cluster {
-			if password == "" {
-				b, err := os.ReadFile(filepath.Join(env["ORDERFLOW_KAFKA_PRINCIPALS"], name+".password"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				password = strings.TrimSpace(string(b))
-			}
-			c, err := kafkaclient.NewCluster(strings.Split(env["ORDERFLOW_KAFKA_SASL_BROKERS"], ","), kafkaclient.Security{
-				CAPath: env["ORDERFLOW_STACK_CA"], Mechanism: "SCRAM-SHA-512", Username: name, Password: password})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, _ := stacktest.KafkaPrincipal(t, name, password)
 			return c
 		}
 		// No listener answers without a credential: the brokers have no plaintext

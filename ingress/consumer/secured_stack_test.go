@@ -3,8 +3,6 @@ package consumer_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,26 +18,7 @@ import (
 // settings a process would be given for it.
 func secured(t *testing.T, principal, password string) (kafkaclient.Cluster, map[string]string) {
 	t.Helper()
-	env := stacktest.Env(t)
-	brokers := env["ORDERFLOW_KAFKA_SASL_BROKERS"]
-	if brokers == "" {
-		t.Fatal("the stack has no SASL_SSL listener: run scripts/stack up again")
-	}
-	if password == "" {
-		b, err := os.ReadFile(filepath.Join(env["ORDERFLOW_KAFKA_PRINCIPALS"], principal+".password"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		password = strings.TrimSpace(string(b))
-	}
-	settings := map[string]string{"KAFKA_BROKERS": brokers, "KAFKA_TLS_CA_PATH": env["ORDERFLOW_STACK_CA"],
-		"KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "KAFKA_SASL_USERNAME": principal, "KAFKA_SASL_PASSWORD": password}
-	c, err := kafkaclient.NewCluster(strings.Split(brokers, ","), kafkaclient.Security{CAPath: settings["KAFKA_TLS_CA_PATH"],
-		Mechanism: "SCRAM-SHA-512", Username: principal, Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, settings
+	return stacktest.KafkaPrincipal(t, principal, password)
 }
 
 func write(c kafkaclient.Cluster, topic string, value []byte) error {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,6 +112,31 @@ func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.Cl
 func Brokers(tb testing.TB) []string {
 	tb.Helper()
 	return strings.Split(Env(tb)["KAFKA_BROKERS"], ",")
+}
+
+// KafkaPrincipal is the stack's SASL_SSL listener as one of its principals sees
+// it (scripts/stack kafka_principals), with password, or the principal's own when
+// password is "", and the settings a process would be given for it.
+func KafkaPrincipal(tb testing.TB, name, password string) (kafkaclient.Cluster, map[string]string) {
+	tb.Helper()
+	env := Env(tb)
+	if env["ORDERFLOW_KAFKA_SASL_BROKERS"] == "" {
+		tb.Fatal("the stack has no SASL_SSL listener: run scripts/stack up again")
+	}
+	if password == "" {
+		b, err := os.ReadFile(filepath.Join(env["ORDERFLOW_KAFKA_PRINCIPALS"], name+".password"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		password = strings.TrimSpace(string(b))
+	}
+	settings := map[string]string{"KAFKA_BROKERS": env["ORDERFLOW_KAFKA_SASL_BROKERS"], "KAFKA_TLS_CA_PATH": env["ORDERFLOW_STACK_CA"],
+		"KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "KAFKA_SASL_USERNAME": name, "KAFKA_SASL_PASSWORD": password}
+	c, err := testkit.Kafka(settings)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, settings
 }
 
 // Kafka is the stack's Kafka cluster with its security, as the processes reach it.
