@@ -22,6 +22,10 @@ const (
 	IntentCanceled              = "canceled"
 )
 
+// AuthenticationFailed is the code of an intent whose customer failed (or
+// declined) authentication: Stripe's payment_intent_authentication_failure.
+const AuthenticationFailed = "payment_intent_authentication_failure"
+
 // IntentInput asks for the order's PaymentIntent, created with Key.
 type IntentInput struct {
 	Step
@@ -138,6 +142,30 @@ func (a *Payments) AwaitIntent(ctx context.Context, in RetrieveInput) (IntentSta
 		return st, temporal.NewApplicationError("payment intent "+in.IntentID+" is "+st.Status, ErrIntentPending)
 	}
 	return st, err
+}
+
+// AbandonInput asks to cancel the order's intent while it waits on its customer;
+// Key is the confirm's, whose ledger row the outcome settles.
+type AbandonInput struct {
+	RetrieveInput
+	CancelKey string
+}
+
+// AbandonIntent cancels the order's intent that waits on its customer (who did not
+// authenticate in time, or whose order was cancelled). The provider refuses to
+// cancel an intent that succeeded or is processing: then the intent, read by ID,
+// is the answer, and the order follows it. Either way the confirm's ledger row is
+// settled by what the intent shows.
+func (a *Payments) AbandonIntent(ctx context.Context, in AbandonInput) (IntentState, error) {
+	pi, err := a.provider.CancelIntent(ctx, in.CancelKey, in.IntentID)
+	var perr *provider.Error
+	if errors.As(err, &perr) && perr.UnexpectedState() {
+		return a.RetrieveIntent(ctx, in.RetrieveInput)
+	}
+	if err != nil {
+		return IntentState{}, a.lookupFailed(err) // retried until it answers
+	}
+	return a.record(ctx, in.Key, pi)
 }
 
 // record settles a confirm's ledger row by what the intent shows, once that is

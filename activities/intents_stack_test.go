@@ -29,7 +29,7 @@ func newPayments(t *testing.T) (*activities.Payments, *provider.Client, *sandbox
 	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	prov := provider.New(srv.URL, "", 5*time.Second, nil)
+	prov := provider.New(provider.Config{URL: srv.URL, Timeout: 5 * time.Second}, nil)
 	wf := order.WorkflowID(stacktest.Name("tenant"), order.FromHTTP, "k")
 	o := order.Order{ID: order.IDFor(wf), Tenant: "t", WorkflowID: wf, CustomerID: "c", Currency: "USD",
 		Items: []order.Item{{SKU: "s", Quantity: 1, UnitAmount: 700}}, Amount: 700, PaymentMethod: "pm_card_visa"}

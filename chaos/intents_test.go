@@ -114,7 +114,7 @@ func TestChaosPartialRefundElsewhereThenCancel(t *testing.T) {
 	if err := r.Pool.QueryRow(context.Background(), `SELECT payment_ref FROM orders WHERE id = $1`, id).Scan(&intentID); err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := provider.New(r.SimURL, "", 5*time.Second, nil)
+	elsewhere := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
 	if _, err := elsewhere.RefundIntent(context.Background(), "support-tool-1", intentID, 1, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ type historyCost struct {
 }
 
 // versionedChanges is the number of GetVersion calls a current run makes.
-const versionedChanges = 5
+const versionedChanges = 6
 
 func watchHistory(e *env) *historyCost {
 	h := &historyCost{activities: map[string]bool{}, locals: map[string][2]time.Time{}, clock: e.Now}

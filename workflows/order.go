@@ -19,6 +19,10 @@ import (
 const (
 	QueryStatus  = "status"
 	UpdateCancel = "cancel"
+	// SignalIntentChanged wakes an order that waits on its intent (its customer, or
+	// processing) to read it now: a hint with no content the order trusts, sent by
+	// the provider's webhooks. Any number of them, in any order, does what one does.
+	SignalIntentChanged = "intent-changed"
 )
 
 // PlaceOrder is the input of OrderWorkflow.
@@ -39,6 +43,34 @@ type Policy struct {
 	// the payment up: the provider's search is eventually consistent, so a charge
 	// made a moment ago may not be found yet. Zero: DefaultLookupDelay.
 	LookupDelay time.Duration
+	// ActionTimeout is how long an order waits on its customer to authenticate
+	// (3-D Secure) before its intent is cancelled and the order ends with nothing
+	// charged. Zero: DefaultActionTimeout.
+	ActionTimeout time.Duration `json:",omitempty"`
+	// IntentPoll caps the pause between reads of an intent that waits on its
+	// customer or is processing: the provider's webhooks wake the order sooner, and
+	// this fallback needs none of them. Zero: DefaultIntentPoll.
+	IntentPoll time.Duration `json:",omitempty"`
+}
+
+// Defaults and bounds of the policy's waits on an intent.
+const (
+	DefaultActionTimeout = time.Hour
+	MaxActionTimeout     = 7 * 24 * time.Hour
+	DefaultIntentPoll    = time.Minute
+	minIntentPoll        = 100 * time.Millisecond
+	maxIntentPollSetting = 10 * time.Minute
+)
+
+// Check reports a policy whose waits are out of their bounds.
+func (p Policy) Check() error {
+	switch {
+	case p.ActionTimeout < 0 || p.ActionTimeout > MaxActionTimeout:
+		return fmt.Errorf("payment action timeout %s: want at most %s", p.ActionTimeout, MaxActionTimeout)
+	case p.IntentPoll != 0 && (p.IntentPoll < minIntentPoll || p.IntentPoll > maxIntentPollSetting):
+		return fmt.Errorf("payment poll interval %s: want %s to %s", p.IntentPoll, minIntentPoll, maxIntentPollSetting)
+	}
+	return nil
 }
 
 // DefaultLookupDelay exceeds the time within which Stripe documents search results
@@ -68,6 +100,9 @@ const (
 	// use, a processing intent and Postgres outages with workflow timers, and never
 	// continue as new.
 	changeBoundedHistory = "bounded-history"
+	// changeCustomerAction protects runs that wait on an intent's customer like on a
+	// processing intent: no PAYMENT_ACTION_REQUIRED, no timeout, no webhook wake-up.
+	changeCustomerAction = "customer-action"
 )
 
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
@@ -183,22 +218,25 @@ func currentSteps(ctx workflow.Context) steps {
 // takes: the current one, or the legacy one of the first change it predates.
 func stepsFor(ctx workflow.Context) (steps, legacy) {
 	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true}
+		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
 	}
 	s := currentSteps(ctx)
 	old := stepsBeforeBoundedHistory(ctx, s)
 	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true}
+		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
 	}
 	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		old.publishLocal = nil
-		return old, legacy{beforeIntents: true, beforeBoundedHistory: true}
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
 	}
 	if workflow.GetVersion(ctx, changeIntents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return old, legacy{beforeIntents: true, beforeBoundedHistory: true}
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
 	}
 	if workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return old, legacy{beforeBoundedHistory: true}
+		return old, legacy{beforeBoundedHistory: true, beforeCustomerAction: true}
+	}
+	if workflow.GetVersion(ctx, changeCustomerAction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return s, legacy{beforeCustomerAction: true}
 	}
 	return s, legacy{}
 }
@@ -223,11 +261,14 @@ type run struct {
 	res             OrderResult
 	cancelRequested bool
 	done            bool
-	orphans         bool        // a creation's answer was lost: sweepOrphans runs at the end
-	gens            Generations // the payment keys' generations in use
-	ending          *Ending     // the refund in progress, and the end it leads to
-	turns           int         // the payment loops' turns in this run
-	resting         bool        // the run is about to continue as new
+	orphans         bool             // a creation's answer was lost: sweepOrphans runs at the end
+	gens            Generations      // the payment keys' generations in use
+	ending          *Ending          // the refund in progress, and the end it leads to
+	turns           int              // the payment loops' turns in this run
+	resting         bool             // the run is about to continue as new
+	cancels         workflow.Channel // the cancel update's wake-up of a wait on the intent
+	wakes           int              // intent-changed signals acted on in this run
+	abandoned       string           // why the intent was cancelled while it waited on its customer
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -241,7 +282,7 @@ type run struct {
 // and ends it FAILED; the cancel update cancels or refunds until it is fulfilled.
 func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
-	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}}
+	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}, cancels: workflow.NewBufferedChannel(ctx, 1)}
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderResult, error) { return r.res, nil }); err != nil {
 		return r.res, fmt.Errorf("register query: %w", err)
@@ -259,6 +300,9 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	r.done = true
 	// Let an accepted cancel update return its answer before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	// Wake-ups that came when nothing waited are hints the order no longer needs.
+	for workflow.GetSignalChannel(ctx, SignalIntentChanged).ReceiveAsync(nil) {
+	}
 	return r.res, err
 }
 
@@ -462,6 +506,7 @@ const ErrCancelPending = "CancelPending"
 // cancel asks the main flow to cancel and answers once the order has settled.
 func (r *run) cancel(ctx workflow.Context) (OrderResult, error) {
 	r.cancelRequested = true
+	r.cancels.SendAsync(true)
 	settled := func() bool { return r.res.Status.Terminal() || r.res.Fulfilled || r.done }
 	if err := workflow.Await(ctx, func() bool { return settled() || r.resting }); err != nil {
 		return r.res, err

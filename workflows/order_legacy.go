@@ -28,6 +28,10 @@ type legacy struct {
 	// intent are waited out with workflow timers, the store retries locally
 	// without end, and the run never continues as new.
 	beforeBoundedHistory bool
+	// beforeCustomerAction: an intent that waits on its customer is read on a
+	// backoff without end, like a processing one; no webhook wakes it, no timeout
+	// cancels it, and the order shows PAYMENT_PENDING meanwhile.
+	beforeCustomerAction bool
 }
 
 // stepsBeforeBoundedHistory are the options of runs started before

@@ -3,6 +3,7 @@ package workflows
 import (
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
@@ -133,7 +134,15 @@ func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
 			return true, nil
 		case activities.IntentRequiresPaymentMethod:
 			if st.Declined != "" {
-				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, declineReason(st.Declined))
+			}
+		case activities.IntentCanceled:
+			if !r.beforeCustomerAction { // nothing was charged: the intent cannot succeed any more
+				reason := r.abandoned
+				if reason == "" {
+					reason = "the payment intent was canceled at the provider"
+				}
+				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason)
 			}
 		case activities.IntentRequiresConfirmation:
 			if r.cancelRequested {
@@ -152,9 +161,12 @@ func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
 // awaitIntent reads the intent while it is processing or waits on its customer,
 // pausing before each read, from sameKeyRetry doubling up to maxIntentPoll: one
 // activity whose attempts are the reads (workflow timers in runs before
-// changeBoundedHistory).
+// changeBoundedHistory). Runs since changeCustomerAction wait in awaitOutcome.
 func (r *run) awaitIntent(ctx workflow.Context, key string, st activities.IntentState) (activities.IntentState, error) {
-	pending := st.Status == activities.IntentProcessing || st.Status == activities.IntentRequiresAction
+	pending := waiting(st.Status)
+	if !r.beforeCustomerAction && pending {
+		return r.awaitOutcome(ctx, key, st)
+	}
 	if r.poll != nil && pending {
 		err := workflow.ExecuteActivity(r.poll, r.payments.AwaitIntent, activities.RetrieveInput{
 			OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key,
@@ -173,6 +185,125 @@ func (r *run) awaitIntent(ctx workflow.Context, key string, st activities.Intent
 		}
 	}
 	return st, nil
+}
+
+// waiting reports the intent statuses an order waits on: processing, and the
+// customer's authentication.
+func waiting(status string) bool {
+	return status == activities.IntentProcessing || status == activities.IntentRequiresAction
+}
+
+// declineReason is the failure an order declined with decline code shows.
+func declineReason(code string) string {
+	if code == activities.AuthenticationFailed {
+		return "card declined: the customer did not pass authentication"
+	}
+	return "card declined"
+}
+
+// maxWakes bounds the intent-changed signals a run acts on: each costs a read and
+// a handful of history events, and past it the poll alone settles the wait.
+const maxWakes = 20
+
+// awaitOutcome waits until the intent leaves processing or requires_action and
+// returns it as the provider holds it. A wait ends on whichever comes first: a read
+// of the fallback poll (one activity whose attempts are the reads, at most
+// IntentPoll apart, so nothing depends on webhooks); an intent-changed signal (a
+// webhook: the intent is read at once); and, while the customer must authenticate,
+// the action timeout or a cancel, which cancel the intent. A cancel the provider
+// refuses because the customer authenticated meanwhile is answered by reading the
+// intent: the order goes where the intent is, never where a timer guessed.
+func (r *run) awaitOutcome(ctx workflow.Context, key string, st activities.IntentState) (activities.IntentState, error) {
+	read := activities.RetrieveInput{OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key}
+	wakes := workflow.GetSignalChannel(ctx, SignalIntentChanged)
+	timerCtx, stopTimer := workflow.WithCancel(ctx)
+	defer stopTimer()
+	var deadline workflow.Future
+	for waiting(st.Status) {
+		if err := r.showWait(ctx, st); err != nil {
+			return st, err
+		}
+		customer := st.Status == activities.IntentRequiresAction && r.abandoned == ""
+		if customer && deadline == nil {
+			deadline = workflow.NewTimer(timerCtx, r.actionTimeout())
+		}
+		pollCtx, stopPoll := workflow.WithCancel(ctx)
+		poll := workflow.ExecuteActivity(r.pollOptions(pollCtx), r.payments.AwaitIntent, read)
+		var next activities.IntentState
+		var err error
+		woke := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(poll, func(f workflow.Future) { err = f.Get(ctx, &next) })
+		if r.wakes < maxWakes {
+			sel.AddReceive(wakes, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); woke = true })
+		}
+		if customer {
+			sel.AddFuture(deadline, func(workflow.Future) {
+				r.abandoned = "abandoned: the customer did not authenticate within " + r.actionTimeout().String()
+			})
+			sel.AddReceive(r.cancels, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(ctx, nil)
+				r.abandoned = "cancelled before the customer authenticated"
+			})
+			if r.cancelRequested && r.abandoned == "" {
+				r.abandoned = "cancelled before the customer authenticated"
+			}
+		}
+		if !customer || r.abandoned == "" {
+			sel.Select(ctx)
+		}
+		if !poll.IsReady() {
+			stopPoll() // left behind: its next read is not needed
+		}
+		switch {
+		case customer && r.abandoned != "":
+			err = workflow.ExecuteActivity(r.intent, r.payments.AbandonIntent, activities.AbandonInput{
+				RetrieveInput: read, CancelKey: order.PaymentKey(r.in.Order.WorkflowID, "abandon", 0),
+			}).Get(ctx, &next)
+		case woke:
+			r.wakes++
+			err = workflow.ExecuteActivity(r.lookup, r.payments.RetrieveIntent, read).Get(ctx, &next)
+		}
+		if err != nil {
+			return st, err
+		}
+		st = next
+	}
+	return st, nil
+}
+
+// showWait records what the order waits on: its customer (PAYMENT_ACTION_REQUIRED,
+// with the intent to send them to), or the provider again once they authenticated.
+func (r *run) showWait(ctx workflow.Context, st activities.IntentState) error {
+	switch {
+	case st.Status == activities.IntentRequiresAction && r.res.Status != order.StatusActionRequired:
+		return r.move(ctx, order.StatusActionRequired, r.res.IntentID)
+	case st.Status == activities.IntentProcessing && r.res.Status == order.StatusActionRequired:
+		return r.move(ctx, order.StatusPaymentPending, "")
+	}
+	return nil
+}
+
+// pollOptions are the fallback poll's: a read at once, then pauses doubling from
+// sameKeyRetry up to the policy's IntentPoll.
+func (r *run) pollOptions(ctx workflow.Context) workflow.Context {
+	every := r.in.IntentPoll
+	if every <= 0 {
+		every = DefaultIntentPoll
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: min(sameKeyRetry, every), BackoffCoefficient: 2,
+			MaximumInterval: every},
+	})
+}
+
+// actionTimeout is how long the order waits on its customer, as the policy sets it.
+func (r *run) actionTimeout() time.Duration {
+	if r.in.ActionTimeout <= 0 {
+		return DefaultActionTimeout
+	}
+	return r.in.ActionTimeout
 }
 
 // refundIntent refunds what the order's intent charged and is not refunded yet.

@@ -9,6 +9,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/provider"
 )
 
 type cfg struct {
@@ -18,13 +19,18 @@ type cfg struct {
 	ReplayBytes    int
 	MaxBodyBytes   int
 	KeyCacheTTL    time.Duration
+	// Payments reads intents: for webhooks and the next action of an order that
+	// waits on its customer.
+	Payments       provider.Config
+	WebhookSecrets []string
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
 	e := config.New(getenv)
 	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
-		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL)}
+		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
+		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
 	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), OpsAddr: e.String("OPS_ADDR", ":9091"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
 	if err := e.Err(); err != nil {
 		return c, err

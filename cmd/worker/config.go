@@ -28,9 +28,7 @@ type cfg struct {
 	RequestsTopic   string
 	DLQTopic        string
 	Consumer        consumer.Options
-	PaymentsURL     string
-	PaymentsAPIKey  string
-	PaymentsTimeout time.Duration
+	Payments        provider.Config
 	TenantCacheTTL  time.Duration
 	Codec           codecauth.Options
 }
@@ -61,9 +59,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		MaxUncommitted: e.Int("CONSUMER_MAX_UNCOMMITTED", 128),
 		CommitInterval: e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
 	}
-	c.PaymentsURL = e.String("PAYMENTS_URL", "http://127.0.0.1:8099")
-	c.PaymentsAPIKey = e.String("PAYMENTS_API_KEY", "")
-	c.PaymentsTimeout = e.Duration("PAYMENTS_TIMEOUT", provider.DefaultTimeout)
+	c.Payments = e.Payments(provider.DefaultTimeout)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	c.Codec = codecauth.Options{
 		Tokens: e.List("CODEC_TOKENS", ""), Issuer: e.String("CODEC_JWT_ISSUER", ""), Audience: e.String("CODEC_JWT_AUDIENCE", ""),

@@ -12,7 +12,6 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"github.com/orderflow/orderflow/workflows"
 )
 
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader
@@ -26,6 +25,6 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 		return kafkaclient.NewPartitionReader(c.Kafka, c.RequestsTopic, p)
 	}
 	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
-		Policy: workflows.Policy{CancelWindow: c.CancelWindow, LookupDelay: c.LookupDelay}, Logger: logger, Codec: base.Codec}, c.Consumer.Group)
+		Policy: c.Policy, Logger: logger, Codec: base.Codec}, c.Consumer.Group)
 	return consumer.New(c.Consumer, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

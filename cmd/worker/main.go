@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Logger:   logger,
 		Temporal: base.Temporal,
 		Activities: worker.NewActivities(base.Pool,
-			provider.New(c.PaymentsURL, c.PaymentsAPIKey, c.PaymentsTimeout, traces.Transport(http.DefaultTransport)), events, reg, traces),
+			provider.New(c.Payments, traces.Transport(http.DefaultTransport)), events, reg, traces),
 		Consumer: cons,
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
 		Registry: reg,

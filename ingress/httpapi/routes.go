@@ -49,6 +49,9 @@ type Deps struct {
 	MaxBodyBytes int64
 	// Tracing makes a server span of each request (nil: none).
 	Tracing *tracing.Tracing
+	// Webhooks serves the payment provider's webhooks at /webhooks/stripe, outside
+	// /v1's API keys: it checks the provider's signature itself (nil: no route).
+	Webhooks http.Handler
 }
 
 // NewServer returns the API's handler.
@@ -69,6 +72,9 @@ func NewServer(d Deps) http.Handler {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openapiSpec)
 	})
+	if d.Webhooks != nil {
+		r.Post("/webhooks/stripe", d.Webhooks.ServeHTTP)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(authenticate(d.Keys, d.Logger))
 		r.Post("/orders", a.createOrder)

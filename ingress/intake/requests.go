@@ -21,6 +21,7 @@ type Requests struct {
 	orders    OrderStore
 	workflows Workflows
 	logger    *slog.Logger
+	intents   IntentReader // nil: no next actions
 }
 
 func newRequests(keys KeyStore, orders OrderStore, workflows Workflows, logger *slog.Logger) *Requests {
@@ -183,8 +184,24 @@ func (s *Requests) Cancel(ctx context.Context, tenant, orderID string) (ordersto
 }
 
 // Get returns one of the tenant's orders.
+//
+// An order waiting on its customer carries the intent's next action, read from
+// the provider now (never stored: it holds the intent's client secret). Only
+// here: neither lists nor the responses stored for an Idempotency-Key carry it.
+// If the provider does not answer, the order is shown without it.
 func (s *Requests) Get(ctx context.Context, tenant, orderID string) (orderstore.View, error) {
-	return s.get(ctx, tenant, orderID)
+	v, err := s.get(ctx, tenant, orderID)
+	if err != nil || v.Status != order.StatusActionRequired || s.intents == nil || v.PaymentRef == "" {
+		return v, err
+	}
+	pi, err := s.intents.RetrieveIntent(ctx, v.PaymentRef)
+	switch {
+	case err != nil:
+		s.logger.Warn("read the next action of an order", "order_id", v.ID, "err", err)
+	case pi.Metadata["order_id"] == v.ID: // the intent is the order's, as its metadata says
+		v.NextAction = pi.NextAction
+	}
+	return v, nil
 }
 
 // ErrBadCursor is a list cursor this service did not issue.

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,6 +11,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/workflows"
 )
 
@@ -23,6 +25,14 @@ type Setup struct {
 	Logger    *slog.Logger
 	// Codec is the Temporal client's payload encryption (nil: none).
 	Codec *payloadcodec.Codec
+	// Intents reads an order's intent for what its customer must do (nil: orders
+	// waiting on their customer show no next action).
+	Intents IntentReader
+}
+
+// IntentReader reads PaymentIntents from the provider.
+type IntentReader interface {
+	RetrieveIntent(ctx context.Context, intentID string) (provider.Intent, error)
 }
 
 func (s Setup) workflows() *Temporal {
@@ -36,7 +46,9 @@ func (s Setup) workflows() *Temporal {
 // NewAPI is the intake of the API process. keys is its idempotency store, which
 // the process also purges.
 func NewAPI(s Setup, keys *idempotency.Store) *Requests {
-	return newRequests(keys, orderstore.New(s.Pool), s.workflows(), s.Logger)
+	r := newRequests(keys, orderstore.New(s.Pool), s.workflows(), s.Logger)
+	r.intents = s.Intents
+	return r
 }
 
 // NewConsumer is the intake of the worker's Kafka ingress, deduplicating the

@@ -5,6 +5,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -134,4 +135,18 @@ func (s *Store) MarkAbsent(ctx context.Context, orderID string, kind Kind) error
 		return fmt.Errorf("record %s of %s as absent: %w", kind, orderID, err)
 	}
 	return nil
+}
+
+// OrderOfIntent returns the order whose confirm or refund rows name the intent:
+// our own record of which order an intent pays, "" when none does.
+func (s *Store) OrderOfIntent(ctx context.Context, intentID string) (string, error) {
+	var orderID string
+	err := s.pool.QueryRow(ctx, `SELECT order_id FROM payments WHERE intent_id = $1 LIMIT 1`, intentID).Scan(&orderID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the order of intent %s: %w", intentID, err)
+	}
+	return orderID, nil
 }

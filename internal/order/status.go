@@ -4,9 +4,12 @@ package order
 type Status string
 
 const (
-	StatusPending         Status = "PENDING"
-	StatusPaymentPending  Status = "PAYMENT_PENDING" // a charge was sent; its outcome is not known yet
-	StatusPaymentUnknown  Status = "PAYMENT_UNKNOWN" // the charge's answer was lost; being reconciled by lookup
+	StatusPending        Status = "PENDING"
+	StatusPaymentPending Status = "PAYMENT_PENDING" // a charge was sent; its outcome is not known yet
+	StatusPaymentUnknown Status = "PAYMENT_UNKNOWN" // the charge's answer was lost; being reconciled by lookup
+	// StatusActionRequired: the provider asks the customer to authenticate (3-D
+	// Secure); the order shows where to send them, and settles when the intent does.
+	StatusActionRequired  Status = "PAYMENT_ACTION_REQUIRED"
 	StatusPaid            Status = "PAID"
 	StatusPaymentDeclined Status = "PAYMENT_DECLINED"
 	StatusCancelled       Status = "CANCELLED"
@@ -14,7 +17,7 @@ const (
 )
 
 // Statuses lists every status, in the order of the state machine.
-var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
+var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknown, StatusActionRequired, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
 
 // transitions is the order's state machine: the statuses each status may move to.
 // The order store checks every status change against it (orderstore.Move, which
@@ -23,7 +26,10 @@ var transitions = map[Status][]Status{
 	// PAYMENT_UNKNOWN straight from PENDING: the charge step failed for good before
 	// it could record PAYMENT_PENDING (Postgres down), so only a lookup can tell.
 	StatusPending:        {StatusPaymentPending, StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
-	StatusPaymentPending: {StatusPaymentUnknown, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	StatusPaymentPending: {StatusPaymentUnknown, StatusActionRequired, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
+	// Authenticated: paid, declined, or processing again (PAYMENT_PENDING); not
+	// authenticated in time, or cancelled meanwhile: the intent is cancelled.
+	StatusActionRequired: {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
 	// Reconciled: found charged (PAID), or found not charged and charged again with
 	// the next key (PAYMENT_PENDING); never FAILED on a guess.
 	StatusPaymentUnknown: {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},

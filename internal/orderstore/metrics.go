@@ -18,7 +18,7 @@ type openPayments struct {
 }
 
 // OpenPaymentsCollector returns the collector of orderflow_orders_payment_open
-// {status="PAYMENT_PENDING"|"PAYMENT_UNKNOWN"}: an order long in PAYMENT_UNKNOWN
+// {status="PAYMENT_PENDING"|"PAYMENT_UNKNOWN"|"PAYMENT_ACTION_REQUIRED"}: an order long in PAYMENT_UNKNOWN
 // needs an operator (see the README).
 func (s *Store) OpenPaymentsCollector() prometheus.Collector {
 	return &openPayments{s: s,
@@ -33,10 +33,10 @@ func (c *openPayments) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <
 func (c *openPayments) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts := map[order.Status]float64{order.StatusPaymentPending: 0, order.StatusPaymentUnknown: 0}
-	ages := map[order.Status]float64{order.StatusPaymentPending: 0, order.StatusPaymentUnknown: 0}
+	counts := map[order.Status]float64{order.StatusPaymentPending: 0, order.StatusPaymentUnknown: 0, order.StatusActionRequired: 0}
+	ages := map[order.Status]float64{order.StatusPaymentPending: 0, order.StatusPaymentUnknown: 0, order.StatusActionRequired: 0}
 	rows, err := c.s.db.Query(ctx, `SELECT status, count(*), extract(epoch FROM now() - min(updated_at))::float8
-		FROM orders WHERE status IN ('PAYMENT_PENDING', 'PAYMENT_UNKNOWN') GROUP BY status`)
+		FROM orders WHERE status IN ('PAYMENT_PENDING', 'PAYMENT_UNKNOWN', 'PAYMENT_ACTION_REQUIRED') GROUP BY status`)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/provider"
 )
 
 // ErrNotFound is an order that does not exist for the tenant asking.
@@ -35,9 +36,12 @@ type View struct {
 	Items      []order.Item `json:"items"`
 	PaymentRef string       `json:"payment_ref,omitempty"`
 	Failure    string       `json:"failure,omitempty"`
-	CreatedAt  time.Time    `json:"created_at"`
-	UpdatedAt  time.Time    `json:"updated_at"`
-	WorkflowID string       `json:"-"` // internal: not shown to clients
+	// NextAction is where to send the customer, while the order waits on them
+	// (read from the provider on GET of the order; never stored).
+	NextAction *provider.NextAction `json:"next_action,omitempty"`
+	CreatedAt  time.Time            `json:"created_at"`
+	UpdatedAt  time.Time            `json:"updated_at"`
+	WorkflowID string               `json:"-"` // internal: not shown to clients
 	// Fingerprint is the request's (order.Fingerprint); nil for orders recorded
 	// before fingerprints.
 	Fingerprint []byte `json:"-"`

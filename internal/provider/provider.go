@@ -35,6 +35,18 @@ type Intent struct {
 	Metadata map[string]string
 	// Declined is the decline code of its last failed attempt ("" for none).
 	Declined string
+	// NextAction is what the customer must do, while the intent requires_action.
+	NextAction *NextAction
+}
+
+// NextAction is where a client sends its customer to authenticate a payment:
+// Stripe's redirect (when the confirm named a return URL) or the client secret
+// that Stripe.js completes the intent with. Never a card.
+type NextAction struct {
+	Type         string `json:"type"` // redirect_to_url or use_stripe_sdk
+	RedirectURL  string `json:"redirect_url,omitempty"`
+	ReturnURL    string `json:"return_url,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // Refund is the provider's record of a refund.
@@ -104,22 +116,34 @@ func (e *Error) Unknown() bool { return e.StatusCode >= 500 && e.Replayed }
 
 // Client calls the provider. Network errors and timeouts come back as plain errors.
 type Client struct {
-	sc *stripe.Client
+	sc        *stripe.Client
+	returnURL string
 }
 
-// New returns a client of the provider at baseURL (Stripe's is
-// https://api.stripe.com); timeout bounds each request. transport may be nil
+// Config is how to reach the provider.
+type Config struct {
+	URL     string // Stripe's is https://api.stripe.com
+	APIKey  string // secret: never logged
+	Timeout time.Duration
+	// ReturnURL is where the provider sends a customer back after authenticating
+	// (3-D Secure); with it, an intent that requires action names a redirect URL.
+	// It is one of the confirm's parameters, so a confirm retried with its key after
+	// it changed is refused (nothing is charged).
+	ReturnURL string
+}
+
+// New returns a client of the provider; transport may be nil
 // (http.DefaultTransport); the worker passes a traced one.
-func New(baseURL, apiKey string, timeout time.Duration, transport http.RoundTripper) *Client {
+func New(c Config, transport http.RoundTripper) *Client {
 	cfg := &stripe.BackendConfig{
-		URL:               stripe.String(strings.TrimRight(baseURL, "/")),
-		HTTPClient:        &http.Client{Timeout: timeout, Transport: transport},
+		URL:               stripe.String(strings.TrimRight(c.URL, "/")),
+		HTTPClient:        &http.Client{Timeout: c.Timeout, Transport: transport},
 		MaxNetworkRetries: stripe.Int64(0),
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		EnableTelemetry:   stripe.Bool(false),
 	}
 	backend := stripe.GetBackendWithConfig(stripe.APIBackend, cfg)
-	return &Client{sc: stripe.NewClient(apiKey, stripe.WithBackends(&stripe.Backends{
+	return &Client{returnURL: c.ReturnURL, sc: stripe.NewClient(c.APIKey, stripe.WithBackends(&stripe.Backends{
 		API: backend, Connect: backend, Uploads: backend, MeterEvents: backend,
 	}))}
 }
@@ -141,6 +165,9 @@ func (c *Client) CreateIntent(ctx context.Context, key string, amount int64, cur
 // intent succeeds at most once, whatever key confirms it.
 func (c *Client) ConfirmIntent(ctx context.Context, key, intentID string) (Intent, error) {
 	p := &stripe.PaymentIntentConfirmParams{}
+	if c.returnURL != "" {
+		p.ReturnURL = stripe.String(c.returnURL)
+	}
 	p.SetIdempotencyKey(key)
 	pi, err := c.sc.V1PaymentIntents.Confirm(ctx, intentID, p)
 	return intentOf(pi), asError(err)
@@ -251,6 +278,12 @@ func intentOf(pi *stripe.PaymentIntent) Intent {
 		in.Declined = string(pi.LastPaymentError.Code)
 		if pi.LastPaymentError.DeclineCode != "" {
 			in.Declined = string(pi.LastPaymentError.DeclineCode)
+		}
+	}
+	if na := pi.NextAction; na != nil && pi.Status == stripe.PaymentIntentStatusRequiresAction {
+		in.NextAction = &NextAction{Type: string(na.Type), ClientSecret: pi.ClientSecret}
+		if na.RedirectToURL != nil {
+			in.NextAction.RedirectURL, in.NextAction.ReturnURL = na.RedirectToURL.URL, na.RedirectToURL.ReturnURL
 		}
 	}
 	return in

@@ -33,7 +33,7 @@ func TestStripeMockAcceptsEveryRequest(t *testing.T) {
 		resp.Body.Close()
 		return true
 	})
-	c := provider.New(base, "sk_test_123", 10*time.Second, nil)
+	c := provider.New(provider.Config{URL: base, APIKey: "sk_test_123", Timeout: 10 * time.Second}, nil)
 	ctx := context.Background()
 	md := map[string]string{"order_id": "ord_1", "tenant": "acme"}
 	requests := []struct {

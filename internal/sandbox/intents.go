@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+	"html"
 	"net/http"
 	"time"
 )
@@ -18,9 +20,12 @@ type Intent struct {
 	LatestCharge       string            `json:"latest_charge,omitempty"`
 	LastPaymentError   map[string]string `json:"last_payment_error,omitempty"`
 	CancellationReason string            `json:"cancellation_reason,omitempty"`
+	ClientSecret       string            `json:"client_secret"`
+	NextAction         map[string]any    `json:"next_action"`
 	Created            int64             `json:"created"`
 	Metadata           map[string]string `json:"metadata"`
 	createdMS          int64
+	returnURL          string // the confirm's, where the authentication page sends the customer back
 }
 
 // Statuses of a PaymentIntent, as Stripe names them.
@@ -28,6 +33,7 @@ const (
 	requiresPaymentMethod = "requires_payment_method"
 	requiresConfirmation  = "requires_confirmation"
 	processing            = "processing"
+	requiresAction        = "requires_action"
 	succeeded             = "succeeded"
 	canceled              = "canceled"
 )
@@ -80,12 +86,14 @@ func (s *Server) createIntent(w http.ResponseWriter, r *http.Request) {
 		in := &Intent{ID: newID("pi"), Object: "payment_intent", Amount: amount, Currency: currency,
 			Status: requiresPaymentMethod, PaymentMethod: pm, PaymentMethodTypes: types,
 			Created: now.Unix(), createdMS: now.UnixMilli(), Metadata: md}
+		in.ClientSecret = in.ID + "_secret_" + newID("cs")[3:]
 		if pm != "" {
 			in.Status = requiresConfirmation
 		}
 		s.mu.Lock()
 		s.intents = append(s.intents, in)
 		cp := *in
+		s.emit("payment_intent.created", cp)
 		s.mu.Unlock()
 		return http.StatusOK, cp
 	})
@@ -118,30 +126,139 @@ func (s *Server) confirmIntent(w http.ResponseWriter, r *http.Request) {
 			return unexpectedState(in, "confirm")
 		}
 		in.Status, in.LastPaymentError = processing, nil
+		in.returnURL = r.PostForm.Get("return_url")
 		s.mu.Unlock()
 
 		wait()
 
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if declined(in.PaymentMethod) {
-			in.Status = requiresPaymentMethod
-			in.LastPaymentError = map[string]string{"type": "card_error", "code": "card_declined", "decline_code": "generic_decline", "message": "Your card was declined."}
+		switch {
+		case needsAuthentication(in.PaymentMethod):
+			in.Status, in.NextAction = requiresAction, nextAction(r, in)
+			s.emit("payment_intent.requires_action", *in)
+			return http.StatusOK, *in
+		case declined(in.PaymentMethod):
+			s.decline(in, "card_declined", "generic_decline", "Your card was declined.")
 			body := errorBody("card_error", "card_declined", "Your card was declined.")
 			body["error"].(map[string]any)["decline_code"] = "generic_decline"
 			body["error"].(map[string]any)["payment_intent"] = *in
 			return http.StatusPaymentRequired, body
 		}
-		md := map[string]string{}
-		for k, v := range in.Metadata {
-			md[k] = v
-		}
-		c := s.newCharge(in.Amount, in.Currency, md, key)
-		c.PaymentIntent = in.ID
-		in.Status, in.LatestCharge, in.AmountReceived = succeeded, c.ID, in.Amount
-		s.logger.Info("sandbox charge", "charge", c.ID, "payment_intent", in.ID, "amount", in.Amount, "order_id", md["order_id"])
+		s.succeed(in, key)
 		return http.StatusOK, *in
 	})
+}
+
+// succeed charges the intent: its one charge. The caller holds s.mu.
+func (s *Server) succeed(in *Intent, key string) {
+	md := map[string]string{}
+	for k, v := range in.Metadata {
+		md[k] = v
+	}
+	c := s.newCharge(in.Amount, in.Currency, md, key)
+	c.PaymentIntent = in.ID
+	in.Status, in.LatestCharge, in.AmountReceived, in.NextAction = succeeded, c.ID, in.Amount, nil
+	s.logger.Info("sandbox charge", "charge", c.ID, "payment_intent", in.ID, "amount", in.Amount, "order_id", md["order_id"])
+	s.emit("charge.succeeded", *c)
+	s.emit("payment_intent.succeeded", *in)
+}
+
+// decline leaves the intent needing another payment method after a failed
+// attempt. The caller holds s.mu.
+func (s *Server) decline(in *Intent, code, declineCode, message string) {
+	in.Status, in.NextAction = requiresPaymentMethod, nil
+	in.LastPaymentError = map[string]string{"type": "card_error", "code": code, "message": message}
+	if declineCode != "" {
+		in.LastPaymentError["decline_code"] = declineCode
+	}
+	if code == "payment_intent_authentication_failure" {
+		in.LastPaymentError["type"] = "invalid_request_error"
+	}
+	s.emit("payment_intent.payment_failed", *in)
+}
+
+// nextAction is what Stripe answers a confirm that needs 3-D Secure with: a
+// redirect to the authentication page when the confirm named a return_url, the
+// data Stripe.js needs otherwise.
+func nextAction(r *http.Request, in *Intent) map[string]any {
+	page := "http://" + r.Host + "/sandbox/3ds/" + in.ID
+	if in.returnURL != "" {
+		return map[string]any{"type": "redirect_to_url",
+			"redirect_to_url": map[string]string{"url": page, "return_url": in.returnURL}}
+	}
+	return map[string]any{"type": "use_stripe_sdk",
+		"use_stripe_sdk": map[string]string{"type": "three_d_secure_redirect", "stripe_js": page}}
+}
+
+// authenticate completes (outcome=complete) or fails (outcome=fail) the pending
+// authentication of an intent, as the customer would on Stripe's 3-D Secure test
+// page: completed, the intent is charged (or declined, for the card that declines
+// after authentication); failed, it needs another payment method with
+// payment_intent_authentication_failure. With redirect=1 the answer sends the
+// customer back to the confirm's return_url.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
+	if !form(w, r) {
+		return
+	}
+	outcome := r.PostForm.Get("outcome")
+	if outcome != "complete" && outcome != "fail" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "outcome must be complete or fail")
+		return
+	}
+	s.mu.Lock()
+	in := s.intent(r.PathValue("id"))
+	switch {
+	case in == nil:
+		s.mu.Unlock()
+		status, body := noSuchIntent(r.PathValue("id"))
+		writeJSON(w, status, body)
+		return
+	case in.Status != requiresAction:
+		s.mu.Unlock()
+		status, body := unexpectedState(in, "authenticate")
+		writeJSON(w, status, body)
+		return
+	}
+	switch {
+	case outcome == "fail":
+		s.decline(in, "payment_intent_authentication_failure", "",
+			"The provided PaymentMethod has failed authentication. You can provide payment_method_data or a new PaymentMethod to attempt to fulfill this PaymentIntent again.")
+	case declinedAfterAuthentication(in.PaymentMethod):
+		s.decline(in, "card_declined", "insufficient_funds", "Your card has insufficient funds.")
+	default:
+		s.succeed(in, "3ds:"+in.ID)
+	}
+	cp := *in
+	s.mu.Unlock()
+	if r.PostForm.Get("redirect") == "1" && cp.returnURL != "" {
+		status := "succeeded"
+		if cp.Status != succeeded {
+			status = "failed"
+		}
+		http.Redirect(w, r, cp.returnURL+"?payment_intent="+cp.ID+"&redirect_status="+status, http.StatusSeeOther)
+		return
+	}
+	writeJSON(w, http.StatusOK, cp)
+}
+
+// authenticationPage is the sandbox's 3-D Secure page: two buttons.
+func (s *Server) authenticationPage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	in := s.intent(r.PathValue("id"))
+	s.mu.Unlock()
+	if in == nil {
+		status, body := noSuchIntent(r.PathValue("id"))
+		writeJSON(w, status, body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	id := html.EscapeString(in.ID)
+	_, _ = fmt.Fprintf(w, `<!doctype html><title>3-D Secure (SANDBOX)</title>
+<h1>3-D Secure test payment (SANDBOX)</h1><p>Payment %s</p>
+<form method="post"><input type="hidden" name="redirect" value="1">
+<button name="outcome" value="complete">Complete authentication</button>
+<button name="outcome" value="fail">Fail authentication</button></form>`, id)
 }
 
 // cancelIntent cancels an intent that has not succeeded.
@@ -161,7 +278,8 @@ func (s *Server) cancelIntent(w http.ResponseWriter, r *http.Request) {
 		case in.Status == succeeded || in.Status == processing || in.Status == canceled:
 			return unexpectedState(in, "cancel")
 		}
-		in.Status, in.CancellationReason = canceled, r.PostForm.Get("cancellation_reason")
+		in.Status, in.CancellationReason, in.NextAction = canceled, r.PostForm.Get("cancellation_reason"), nil
+		s.emit("payment_intent.canceled", *in)
 		return http.StatusOK, *in
 	})
 }

@@ -6,9 +6,11 @@
 // request with the key gets that saved answer (Stripe's "Idempotent requests"); a
 // request with the key while the first runs gets 409, another body 400; keys are
 // pruned after KeyTTL (Stripe: 24 hours) and may be at most 255 characters. A
-// PaymentIntent succeeds at most once and reads back consistently by ID; search
-// finds objects only after SearchDelay, like Stripe's eventually consistent
-// search. It declines by card token and injects the faults that make outcomes
+// PaymentIntent succeeds at most once and reads back consistently by ID; test
+// cards that need 3-D Secure leave it requires_action until /sandbox/3ds/{id}
+// completes or fails the authentication; every change raises an event, delivered
+// as Stripe delivers signed webhooks (see Webhooks); search finds objects only
+// after SearchDelay, like Stripe's eventually consistent search. It declines by card token and injects the faults that make outcomes
 // unknown (see Faults). It keeps its ledger in memory and lists it, so a test can
 // count charges per key and per order.
 package sandbox
@@ -24,8 +26,6 @@ import (
 	"time"
 )
 
-// declined reports the card tokens that the sandbox declines, as Stripe's test
-// tokens are.
 // knownPaymentMethod reports a payment method the sandbox has ("" for none):
 // Stripe's test PaymentMethods and tokens (pm_card_visa, tok_visa, ...). Stripe
 // answers any other with 400 resource_missing, quoting it.
@@ -33,6 +33,8 @@ func knownPaymentMethod(pm string) bool {
 	return pm == "" || strings.HasPrefix(pm, "pm_card_") || strings.HasPrefix(pm, "tok_")
 }
 
+// declined reports the card tokens that the sandbox declines, as Stripe's test
+// tokens are.
 func declined(token string) bool {
 	switch token {
 	case "pm_card_chargeDeclined", "pm_card_visa_chargeDeclined", "tok_chargeDeclined",
@@ -40,6 +42,22 @@ func declined(token string) bool {
 		return true
 	}
 	return false
+}
+
+// needsAuthentication reports the test cards that ask for 3-D Secure on every
+// payment, as Stripe's do: the confirm leaves the intent requires_action.
+func needsAuthentication(pm string) bool {
+	switch pm {
+	case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required", "tok_threeDSecure2Required",
+		"pm_card_authenticationRequiredChargeDeclinedInsufficientFunds":
+		return true
+	}
+	return false
+}
+
+// declinedAfterAuthentication reports the test card declined once authenticated.
+func declinedAfterAuthentication(pm string) bool {
+	return pm == "pm_card_authenticationRequiredChargeDeclinedInsufficientFunds"
 }
 
 // Faults are injected into the next requests. Counters go down by one per request
@@ -104,6 +122,11 @@ type Server struct {
 	unauthorized time.Time // 401 until then
 	// requests counts POSTs per idempotency key, answered or not.
 	requests map[string]int
+	webhooks  Webhooks
+	stats     WebhookStats
+	events    [][]byte // raised so far, oldest first (at most maxEvents)
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a sandbox.
@@ -111,7 +134,7 @@ func New(logger *slog.Logger, o Options) *Server {
 	if o.KeyTTL <= 0 {
 		o.KeyTTL = 24 * time.Hour
 	}
-	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}}
+	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}, closed: make(chan struct{})}
 	s.SetFaults(o.Faults)
 	return s
 }
@@ -129,6 +152,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/charges", s.createCharge)
 	mux.HandleFunc("GET /v1/charges", s.listCharges)
 	mux.HandleFunc("GET /v1/charges/search", s.searchCharges)
+	mux.HandleFunc("GET /v1/events", s.listEvents)
+	mux.HandleFunc("GET /sandbox/3ds/{id}", s.authenticationPage)
+	mux.HandleFunc("POST /sandbox/3ds/{id}", s.authenticate)
+	mux.HandleFunc("GET /sandbox/webhooks", s.getWebhooks)
+	mux.HandleFunc("PUT /sandbox/webhooks", s.putWebhooks)
 	mux.HandleFunc("GET /sandbox/faults", s.getFaults)
 	mux.HandleFunc("PUT /sandbox/faults", s.putFaults)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

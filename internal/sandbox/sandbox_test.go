@@ -26,7 +26,7 @@ func newSandboxAt(t *testing.T) (*sandbox.Server, *provider.Client, string) {
 	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{SearchDelay: 100 * time.Millisecond})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	return sim, provider.New(srv.URL, "sk_test", 2*time.Second, nil), srv.URL
+	return sim, provider.New(provider.Config{URL: srv.URL, APIKey: "sk_test", Timeout: 2 * time.Second}, nil), srv.URL
 }
 
 func TestSameKeyChargesOnce(t *testing.T) {

@@ -71,7 +71,7 @@ func (h *Orders) StartWorker(tb testing.TB) {
 	tb.Helper()
 	writer := kafkaclient.NewWriter(h.Kafka, h.Topic)
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
-		worker.NewActivities(h.Pool, provider.New(h.SimURL, "", 2*time.Second, h.Tracing.Transport(nil)), writer, prometheus.NewRegistry(), h.Tracing))
+		worker.NewActivities(h.Pool, provider.New(provider.Config{URL: h.SimURL, Timeout: 2 * time.Second}, h.Tracing.Transport(nil)), writer, prometheus.NewRegistry(), h.Tracing))
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -95,9 +97,9 @@ type Common struct {
 	Temporal          client.Options
 	TemporalNamespace string
 	TaskQueue         string
-	CancelWindow      time.Duration
-	LookupDelay       time.Duration
-	ShutdownTimeout   time.Duration
+	// Policy is how orders treat time; both ingresses start workflows with it.
+	Policy          workflows.Policy
+	ShutdownTimeout time.Duration
 	LogLevel          string
 	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
 	PayloadKeys *payloadcodec.Keyring
@@ -110,14 +112,30 @@ func (e *Env) Common() Common {
 		DBMaxConns:      e.Int("DB_MAX_CONNS", 20),
 		Temporal:        e.temporal(),
 		TaskQueue:       e.String("TASK_QUEUE", "orders"),
-		CancelWindow:    e.Duration("CANCEL_WINDOW", 0),
-		LookupDelay:     e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
+		Policy: workflows.Policy{
+			CancelWindow:  e.Duration("CANCEL_WINDOW", 0),
+			LookupDelay:   e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
+			ActionTimeout: e.Duration("PAYMENT_ACTION_TIMEOUT", workflows.DefaultActionTimeout),
+			IntentPoll:    e.Duration("PAYMENT_POLL_INTERVAL", workflows.DefaultIntentPoll),
+		},
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		LogLevel:        e.String("LOG_LEVEL", "info"),
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
+	if err := c.Policy.Check(); err != nil {
+		e.errs = append(e.errs, err)
+	}
 	return c
+}
+
+// Payments reads how to reach the payment provider (PAYMENTS_URL,
+// PAYMENTS_API_KEY, PAYMENTS_TIMEOUT, PAYMENTS_RETURN_URL).
+func (e *Env) Payments(timeout time.Duration) provider.Config {
+	return provider.Config{
+		URL: e.String("PAYMENTS_URL", "http://127.0.0.1:8099"), APIKey: e.String("PAYMENTS_API_KEY", ""),
+		Timeout: e.Duration("PAYMENTS_TIMEOUT", timeout), ReturnURL: e.String("PAYMENTS_RETURN_URL", ""),
+	}
 }
 
 // temporal reads the Temporal connection as Temporal's tools do.

@@ -1,0 +1,221 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
+)
+
+// Webhooks configure the sandbox's deliveries of its events to an endpoint, the way
+// Stripe sends them and never kinder: each event at least once, every attempt
+// signed afresh (Stripe-Signature, t= the attempt's time), a non-2xx answer or no
+// answer retried with backoff until MaxAge; Duplicates sends each event again as
+// separate deliveries, and DelayMS holds each delivery back a random time, so
+// events overtake each other. The event's object is a snapshot taken when the
+// event happened: stale by the time it arrives.
+type Webhooks struct {
+	URL string `json:"url"`
+	// Secrets sign every delivery, one v1 signature each (Stripe signs with the old
+	// and the new secret while a rotation overlaps).
+	Secrets []string `json:"secrets"`
+	// Duplicates is how many extra deliveries each event gets.
+	Duplicates int `json:"duplicates"`
+	// DelayMS holds each delivery back a random 0..DelayMS milliseconds.
+	DelayMS int `json:"delay_ms"`
+	// RetryMS is the first pause after a failed attempt, doubling up to a minute;
+	// 0: one second (Stripe's first retry comes after minutes: the sandbox is
+	// faster, never more forgiving).
+	RetryMS int `json:"retry_ms"`
+	// MaxAgeMS is how long an event is retried; 0: three days, as Stripe does.
+	MaxAgeMS int64 `json:"max_age_ms"`
+}
+
+// maxEvents bounds the events the sandbox keeps for GET /v1/events.
+const maxEvents = 10000
+
+// WebhookStats count delivery attempts.
+type WebhookStats struct {
+	Attempts  int `json:"attempts"`
+	Delivered int `json:"delivered"` // answered 2xx
+}
+
+// SetWebhooks replaces where and how events are delivered; events raised from then
+// on use it.
+func (s *Server) SetWebhooks(w Webhooks) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.webhooks = w
+}
+
+// WebhookStats returns the delivery counts so far.
+func (s *Server) WebhookStats() WebhookStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Events returns the events raised so far, oldest first, as delivered (JSON).
+func (s *Server) Events() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, len(s.events))
+	copy(out, s.events)
+	return out
+}
+
+// Close stops every delivery still being retried.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closed) })
+}
+
+// emit raises an event about obj (a snapshot, copied by the caller) and queues
+// its deliveries; the caller holds s.mu.
+func (s *Server) emit(typ string, obj any) {
+	ev := map[string]any{
+		"id": newID("evt"), "object": "event", "api_version": stripe.APIVersion, "created": time.Now().Unix(),
+		"data": map[string]any{"object": obj}, "livemode": false, "pending_webhooks": 1,
+		"request": map[string]any{"id": nil, "idempotency_key": nil}, "type": typ,
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		s.logger.Error("sandbox event", "err", err)
+		return
+	}
+	if len(s.events) == maxEvents {
+		s.events = s.events[1:]
+	}
+	s.events = append(s.events, body)
+	wh := s.webhooks
+	if wh.URL == "" {
+		return
+	}
+	for range 1 + wh.Duplicates {
+		go s.deliver(body, wh)
+	}
+}
+
+// deliver sends one delivery of an event until the endpoint answers 2xx or the
+// event is MaxAge old.
+func (s *Server) deliver(body []byte, wh Webhooks) {
+	pause := time.Duration(wh.RetryMS) * time.Millisecond
+	if pause <= 0 {
+		pause = time.Second
+	}
+	maxAge := time.Duration(wh.MaxAgeMS) * time.Millisecond
+	if maxAge <= 0 {
+		maxAge = 72 * time.Hour
+	}
+	giveUp := time.Now().Add(maxAge)
+	wait := time.Duration(0)
+	if wh.DelayMS > 0 {
+		wait = time.Duration(rand.IntN(wh.DelayMS+1)) * time.Millisecond
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-time.After(wait):
+		}
+		ok := s.attempt(client, body, wh)
+		if ok || time.Now().After(giveUp) {
+			return
+		}
+		wait, pause = pause, min(2*pause, time.Minute)
+	}
+}
+
+// attempt posts the event once, signed now.
+func (s *Server) attempt(client *http.Client, body []byte, wh Webhooks) bool {
+	req, err := http.NewRequest(http.MethodPost, wh.URL, bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+	req.Header.Set("Stripe-Signature", Sign(body, time.Now(), wh.Secrets...))
+	s.mu.Lock()
+	s.stats.Attempts++
+	s.mu.Unlock()
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok {
+		s.mu.Lock()
+		s.stats.Delivered++
+		s.mu.Unlock()
+	}
+	return ok
+}
+
+// Sign is the Stripe-Signature header of payload at t: one v1 signature per secret.
+func Sign(payload []byte, t time.Time, secrets ...string) string {
+	parts := []string{"t=" + strconv.FormatInt(t.Unix(), 10)}
+	for _, secret := range secrets {
+		parts = append(parts, "v1="+hex.EncodeToString(webhook.ComputeSignature(t, payload, secret)))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *Server) getWebhooks(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	out := map[string]any{"url": s.webhooks.URL, "duplicates": s.webhooks.Duplicates, "delay_ms": s.webhooks.DelayMS,
+		"retry_ms": s.webhooks.RetryMS, "secrets": len(s.webhooks.Secrets), "stats": s.stats}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) putWebhooks(w http.ResponseWriter, r *http.Request) {
+	var wh Webhooks
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&wh); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "webhooks: "+err.Error())
+		return
+	}
+	if wh.Duplicates < 0 || wh.Duplicates > 100 || wh.DelayMS < 0 || wh.RetryMS < 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "webhooks: duplicates 0..100, delays >= 0")
+		return
+	}
+	s.SetWebhooks(wh)
+	writeJSON(w, http.StatusOK, map[string]any{"url": wh.URL, "secrets": len(wh.Secrets)})
+}
+
+// listEvents answers GET /v1/events, newest first (limit 1..100, default 10), as
+// Stripe lists them; type= narrows to one event type.
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	if !s.gate(w, "") {
+		return
+	}
+	limit := 10
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid_integer", "limit must be 1 to 100")
+			return
+		}
+		limit = n
+	}
+	typ := r.URL.Query().Get("type")
+	s.mu.Lock()
+	var out []json.RawMessage
+	for i := len(s.events) - 1; i >= 0 && len(out) < limit; i-- {
+		if typ == "" || bytes.Contains(s.events[i], []byte(fmt.Sprintf(`"type":%q`, typ))) {
+			out = append(out, s.events[i])
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "url": "/v1/events", "data": nonNil(out), "has_more": false})
+}
