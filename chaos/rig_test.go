@@ -42,6 +42,7 @@ type rig struct {
 	next                 atomic.Int64      // round-robin position
 	mu                   sync.Mutex
 	keys                 []string // workflow IDs the clients asked for
+	nextAction           string   // the type of the last next action awaitCustomer saw
 }
 
 func newRig(t *testing.T) *rig {

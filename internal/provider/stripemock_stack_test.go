@@ -34,6 +34,8 @@ func TestStripeMockAcceptsEveryRequest(t *testing.T) {
 		return true
 	})
 	c := provider.New(provider.Config{URL: base, APIKey: "sk_test_123", Timeout: 10 * time.Second}, nil)
+	withReturn := provider.New(provider.Config{URL: base, APIKey: "sk_test_123", Timeout: 10 * time.Second,
+		ReturnURL: "https://shop.example/return"}, nil)
 	ctx := context.Background()
 	md := map[string]string{"order_id": "ord_1", "tenant": "acme"}
 	requests := []struct {
@@ -45,6 +47,10 @@ func TestStripeMockAcceptsEveryRequest(t *testing.T) {
 			return err
 		}},
 		{"confirm it", func() error { _, err := c.ConfirmIntent(ctx, "ofpay_confirm", "pi_123"); return err }},
+		{"confirm it with a return URL (3-D Secure)", func() error {
+			_, err := withReturn.ConfirmIntent(ctx, "ofpay_confirm2", "pi_123")
+			return err
+		}},
 		{"retrieve it", func() error { _, err := c.RetrieveIntent(ctx, "pi_123"); return err }},
 		{"cancel it", func() error { _, err := c.CancelIntent(ctx, "ofpay_cancel", "pi_123"); return err }},
 		{"search intents by order", func() error { _, err := c.SearchIntents(ctx, "ord_1"); return err }},

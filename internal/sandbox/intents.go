@@ -289,6 +289,9 @@ func (s *Server) retrieveIntent(w http.ResponseWriter, r *http.Request) {
 	if !s.gate(w, "") {
 		return
 	}
+	if latency := s.readLatency(); latency > 0 {
+		time.Sleep(latency)
+	}
 	s.mu.Lock()
 	in := s.intent(r.PathValue("id"))
 	var cp Intent

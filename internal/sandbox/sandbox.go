@@ -64,7 +64,8 @@ func declinedAfterAuthentication(pm string) bool {
 // they affect.
 type Faults struct {
 	// Only limits the faults to one operation: "create" (an intent), "confirm",
-	// "cancel", "refund" or "charge" (the Charges API). Empty: latency and
+	// "cancel", "refund" or "charge" (the Charges API); "retrieve" delays reads of
+	// an intent by LatencyMS (for Slow of them), and nothing else. Empty: latency and
 	// FailBefore apply to every write, FailAfter and DropAfter to the writes that
 	// move money (confirm and charge).
 	Only string `json:"only,omitempty"`
@@ -279,6 +280,23 @@ func (s *Server) gate(w http.ResponseWriter, op string) bool {
 		return false
 	}
 	return true
+}
+
+// readLatency consumes the latency of one intent read, when the faults target
+// reads.
+func (s *Server) readLatency() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults.Only != "retrieve" {
+		return 0
+	}
+	latency := time.Duration(s.faults.LatencyMS) * time.Millisecond
+	if s.faults.Slow > 0 {
+		if s.faults.Slow--; s.faults.Slow == 0 {
+			s.faults.LatencyMS = 0
+		}
+	}
+	return latency
 }
 
 // movesMoney reports the operations that charge a card.

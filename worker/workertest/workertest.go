@@ -62,6 +62,7 @@ func NewOrders(tb testing.TB) *Orders {
 	}
 	srv := httptest.NewServer(h.Sim.Handler())
 	tb.Cleanup(srv.Close)
+	tb.Cleanup(h.Sim.Close)
 	h.SimURL = srv.URL
 	return h
 }

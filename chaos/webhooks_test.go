@@ -1,0 +1,475 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/sandbox"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+const webhookSecret = "whsec_chaos_current"
+
+// threeDSOrderJSON pays with Stripe's test card that needs 3-D Secure on every
+// payment.
+var threeDSOrderJSON = strings.Replace(orderJSON, "pm_card_visa", "pm_card_authenticationRequired", 1)
+
+// withWebhooks has the sandbox deliver its events to the rig's API, which verifies
+// them with the secrets given (all of them, a rotation's overlap); poll is the
+// orders' fallback interval.
+func (r *rig) withWebhooks(poll string, secrets ...string) {
+	if len(secrets) == 0 {
+		secrets = []string{webhookSecret}
+	}
+	r.apiEnv = map[string]string{"PAYMENTS_URL": r.SimURL, "PAYMENTS_WEBHOOK_SECRETS": strings.Join(secrets, ","),
+		"PAYMENT_POLL_INTERVAL": poll}
+	r.Sim.SetWebhooks(sandbox.Webhooks{URL: "http://" + r.apiAddr + "/webhooks/stripe", Secrets: []string{webhookSecret},
+		RetryMS: 300, DelayMS: 200, Duplicates: 1})
+}
+
+// awaitCustomer places a 3-D Secure order and waits until it asks for its
+// customer; it returns the order and its intent, checked against the next action
+// GET shows.
+func (r *rig) awaitCustomer(t *testing.T, key string) (orderID, intentID string) {
+	t.Helper()
+	status, id := r.postBody(t, key, threeDSOrderJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	var v struct {
+		Status     string
+		PaymentRef string `json:"payment_ref"`
+		NextAction *struct {
+			Type         string
+			RedirectURL  string `json:"redirect_url"`
+			ClientSecret string `json:"client_secret"`
+		} `json:"next_action"`
+	}
+	stacktest.Eventually(t, time.Minute, "the order to wait on its customer", func() bool {
+		v.NextAction = nil
+		_ = json.Unmarshal(r.get(t, "/v1/orders/"+id), &v)
+		return v.Status == string(order.StatusActionRequired) && v.NextAction != nil
+	})
+	na := v.NextAction
+	redirect := na.Type == "redirect_to_url" && na.RedirectURL == r.SimURL+"/sandbox/3ds/"+v.PaymentRef
+	stripeJS := na.Type == "use_stripe_sdk" && strings.HasPrefix(na.ClientSecret, v.PaymentRef+"_secret_")
+	if !redirect && !stripeJS {
+		t.Fatalf("next action %+v for intent %s", na, v.PaymentRef)
+	}
+	r.nextAction = na.Type
+	return id, v.PaymentRef
+}
+
+// get reads an API path with the rig's key.
+func (r *rig) get(t *testing.T, path string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+r.apiAddr+path, nil)
+	req.Header.Set("Authorization", "Bearer "+r.apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// customerActs completes or fails the authentication, as the customer would on the
+// bank's page.
+func (r *rig) customerActs(t *testing.T, intentID, outcome string) time.Time {
+	t.Helper()
+	at := time.Now()
+	resp, err := http.PostForm(r.SimURL+"/sandbox/3ds/"+intentID, url.Values{"outcome": {outcome}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("authenticate: %d", resp.StatusCode)
+	}
+	return at
+}
+
+// statusAt waits for the order's status and returns when it was first seen.
+func (r *rig) statusAt(t *testing.T, orderID string, want order.Status, within time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = $2`, orderID, want) == 1 {
+			return time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("order %s not %s within %s", orderID, want, within)
+	return time.Time{}
+}
+
+// webhookOutcome is what the API recorded for the events about an intent: the
+// outcomes, and the deliveries of all of them.
+func (r *rig) webhookOutcomes(t *testing.T, intentID string) (outcomes []string, deliveries int) {
+	t.Helper()
+	rows, err := r.Pool.Query(context.Background(), `SELECT COALESCE(outcome, ''), deliveries FROM webhook_events WHERE intent_id = $1`, intentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o string
+		var n int
+		if err := rows.Scan(&o, &n); err != nil {
+			t.Fatal(err)
+		}
+		outcomes, deliveries = append(outcomes, o), deliveries+n
+	}
+	return outcomes, deliveries
+}
+
+// signals counts the intent-changed signals in the order's history.
+func (r *rig) signals(t *testing.T, orderID string) int {
+	t.Helper()
+	var wf string
+	if err := r.Pool.QueryRow(context.Background(), `SELECT workflow_id FROM orders WHERE id = $1`, orderID).Scan(&wf); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	it := r.Temporal.GetWorkflowHistory(context.Background(), wf, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
+			n++
+		}
+	}
+	return n
+}
+
+// event is one of the sandbox's events about an intent, by type, as delivered.
+func (r *rig) event(t *testing.T, intentID, typ string) []byte {
+	t.Helper()
+	for _, ev := range r.Sim.Events() {
+		if bytes.Contains(ev, []byte(`"id":"`+intentID+`"`)) && bytes.Contains(ev, []byte(`"type":"`+typ+`"`)) {
+			return ev
+		}
+	}
+	t.Fatalf("no %s event for %s", typ, intentID)
+	return nil
+}
+
+// deliver posts an event to an API as the provider would, signed with secret at t.
+func deliver(t *testing.T, apiAddr string, body []byte, at time.Time, secrets ...string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+apiAddr+"/webhooks/stripe", bytes.NewReader(body))
+	req.Header.Set("Stripe-Signature", sandbox.Sign(body, at, secrets...))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The three ends of a 3-D Secure payment, each with the sandbox's webhooks
+// (duplicated, delayed, reordered) and the ledger.
+func TestChaosThreeDSecure(t *testing.T) {
+	for _, row := range []struct {
+		name    string
+		outcome string // "" for a customer who never acts
+		want    order.Status
+		net     int64
+	}{
+		{"authenticated after 5s", "complete", order.StatusPaid, 500},
+		{"abandoned: cancelled at the timeout", "", order.StatusCancelled, 0},
+		{"authentication failed", "fail", order.StatusPaymentDeclined, 0},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			r := newRig(t)
+			r.withWebhooks("1m")
+			r.apiEnv["PAYMENT_ACTION_TIMEOUT"] = "15s"
+			r.startWorker(t, map[string]string{"PAYMENTS_RETURN_URL": "https://shop.example/return"})
+			r.startAPI(t)
+			id, pi := r.awaitCustomer(t, "3ds")
+			if r.nextAction != "redirect_to_url" {
+				t.Fatalf("next action %s: the confirm named a return URL", r.nextAction)
+			}
+			if row.outcome == "" {
+				r.settledLedger(t, "3-D Secure: "+row.name, id, row.want, row.net)
+				if in := r.Sim.Intents(id); len(in) != 1 || in[0].Status != "canceled" {
+					t.Fatalf("intents %+v: want the one intent canceled", in)
+				}
+				return
+			}
+			time.Sleep(5 * time.Second)
+			acted := r.customerActs(t, pi, row.outcome)
+			settled := r.statusAt(t, id, row.want, time.Minute)
+			r.settledLedger(t, "3-D Secure: "+row.name, id, row.want, row.net)
+			outcomes, _ := r.webhookOutcomes(t, pi)
+			woke := 0
+			for _, o := range outcomes {
+				if o == "woke" {
+					woke++
+				}
+			}
+			if woke == 0 || r.signals(t, id) != woke {
+				t.Fatalf("webhook outcomes %v, %d signals: want the order woken, one signal per event that woke it", outcomes, r.signals(t, id))
+			}
+			t.Logf("%s: settled %s after the customer acted (webhooks; poll 1m)", row.name, settled.Sub(acted).Round(time.Millisecond))
+		})
+	}
+}
+
+// One event delivered 100 times at once, across two API processes, each delivery
+// retried on 409 as the provider does: one handling, one wake-up, one charge.
+func TestChaosWebhookDeliveredHundredTimesAcrossTwoAPIs(t *testing.T) {
+	r := newRig(t)
+	r.withWebhooks("10m")
+	r.Sim.SetWebhooks(sandbox.Webhooks{}) // the test delivers
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	second, secondOps := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
+	r.startAPIOn(t, second, secondOps, "0s")
+	id, pi := r.awaitCustomer(t, "hundred")
+	r.customerActs(t, pi, "complete")
+	body := r.event(t, pi, "payment_intent.succeeded")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answers := map[int]int{}
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr := []string{r.apiAddr, second}[i%2]
+			for attempt := 0; ; attempt++ {
+				status := deliver(t, addr, body, time.Now(), webhookSecret)
+				mu.Lock()
+				answers[status]++
+				mu.Unlock()
+				if status != http.StatusConflict || attempt == 50 {
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	r.statusAt(t, id, order.StatusPaid, time.Minute)
+	r.settledLedger(t, "webhook: one event 100 times over 2 APIs", id, order.StatusPaid, 500)
+	outcomes, deliveries := r.webhookOutcomes(t, pi)
+	signals := r.signals(t, id)
+	t.Logf("answers %v; outcomes %v over %d deliveries; %d signals", answers, outcomes, deliveries, signals)
+	if answers[200] != 100 || len(outcomes) != 1 || outcomes[0] != "woke" || deliveries != answers[200]+answers[409] || signals != 1 {
+		t.Fatalf("answers %v, outcomes %v, deliveries %d, signals %d: want 100 acknowledged, one handling, one signal", answers, outcomes, deliveries, signals)
+	}
+}
+
+// rewrite turns a genuine event into another about the same intent: a new event
+// ID and type, its object's status changed; signed with the right secret, so only
+// the intent itself can say it is stale.
+func rewrite(t *testing.T, ev []byte, typ, status string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(ev, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["id"], m["type"] = fmt.Sprintf("evt_late%d", time.Now().UnixNano()), typ
+	m["data"].(map[string]any)["object"].(map[string]any)["status"] = status
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// Events out of order: a payment_failed that arrives after the intent succeeded
+// changes nothing, and a succeeded that arrives while the customer has not acted
+// charges nothing: the order follows the intent as the provider holds it.
+func TestChaosWebhooksOutOfOrder(t *testing.T) {
+	r := newRig(t)
+	r.withWebhooks("10m")
+	r.startWorker(t, nil)
+	r.startAPI(t)
+
+	paid, paidIntent := r.awaitCustomer(t, "late-failure")
+	r.customerActs(t, paidIntent, "complete")
+	r.statusAt(t, paid, order.StatusPaid, time.Minute)
+	late := rewrite(t, r.event(t, paidIntent, "payment_intent.succeeded"), "payment_intent.payment_failed", "requires_payment_method")
+	if status := deliver(t, r.apiAddr, late, time.Now(), webhookSecret); status != 200 {
+		t.Fatalf("late payment_failed: %d", status)
+	}
+
+	waiting, waitingIntent := r.awaitCustomer(t, "early-success")
+	early := rewrite(t, r.event(t, waitingIntent, "payment_intent.requires_action"), "payment_intent.succeeded", "succeeded")
+	if status := deliver(t, r.apiAddr, early, time.Now(), webhookSecret); status != 200 {
+		t.Fatalf("early succeeded: %d", status)
+	}
+	time.Sleep(2 * time.Second)
+	if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'PAYMENT_ACTION_REQUIRED'`, waiting) != 1 ||
+		len(r.Sim.ChargesForOrder(waiting)) != 0 {
+		t.Fatal("a succeeded event for an intent still waiting on its customer moved the order")
+	}
+	r.customerActs(t, waitingIntent, "fail")
+	r.statusAt(t, waiting, order.StatusPaymentDeclined, time.Minute)
+	if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'PAID'`, paid) != 1 ||
+		len(r.Sim.ChargesForOrder(paid)) != 1 || len(r.Sim.Refunds()) != 0 || len(r.Sim.ChargesForOrder(waiting)) != 0 {
+		t.Fatal("a stale event changed an order")
+	}
+	balanced, pending := r.payments(t)
+	line := fmt.Sprintf("%-44s orders=2 charges=%d payments-net=amount:%d/2 pending-payments=%d",
+		"webhook: events out of order", len(r.Sim.Charges("")), balanced, pending)
+	t.Log(line)
+	appendSummary(line)
+	if balanced != 2 || pending != 0 {
+		t.Fatalf("ledger does not balance: %s", line)
+	}
+}
+
+// Forged, wrongly signed and replayed deliveries are refused and change nothing; a
+// rotated secret is accepted while both are configured.
+func TestChaosWebhookSignatures(t *testing.T) {
+	r := newRig(t)
+	r.withWebhooks("10m", "whsec_chaos_previous", webhookSecret)
+	r.Sim.SetWebhooks(sandbox.Webhooks{}) // the test delivers
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	id, pi := r.awaitCustomer(t, "signatures")
+	r.customerActs(t, pi, "complete")
+	body := r.event(t, pi, "payment_intent.succeeded")
+
+	forged := func(b []byte, _ time.Time, _ ...string) string {
+		return "t=" + fmt.Sprint(time.Now().Unix()) + ",v1=" + strings.Repeat("ab", 32)
+	}
+	for _, row := range []struct {
+		name   string
+		header func([]byte, time.Time, ...string) string
+		at     time.Time
+		secret string
+	}{
+		{"forged signature", forged, time.Now(), webhookSecret},
+		{"wrong secret", sandbox.Sign, time.Now(), "whsec_someone_else"},
+		{"genuine, replayed after the tolerance", sandbox.Sign, time.Now().Add(-6 * time.Minute), webhookSecret},
+		{"unsigned", func([]byte, time.Time, ...string) string { return "" }, time.Now(), ""},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/webhooks/stripe", bytes.NewReader(body))
+		req.Header.Set("Stripe-Signature", row.header(body, row.at, row.secret))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Fatalf("%s: %d, want 400", row.name, resp.StatusCode)
+		}
+	}
+	huge := append(bytes.Repeat([]byte(" "), 300<<10), body...)
+	if status := deliver(t, r.apiAddr, huge, time.Now(), webhookSecret); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 300 KiB event: %d", status)
+	}
+	var ev struct{ ID string }
+	_ = json.Unmarshal(body, &ev)
+	if n := r.count(t, `SELECT count(*) FROM webhook_events WHERE event_id = $1`, ev.ID); n != 0 {
+		t.Fatalf("%d webhook rows after refused deliveries", n)
+	}
+	time.Sleep(time.Second)
+	if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'PAYMENT_ACTION_REQUIRED'`, id) != 1 || r.signals(t, id) != 0 {
+		t.Fatal("a refused delivery moved the order")
+	}
+	// The rotation's overlap: the previous secret alone, then the current one.
+	previous := rewrite(t, body, "payment_intent.succeeded", "succeeded")
+	if status := deliver(t, r.apiAddr, previous, time.Now(), "whsec_chaos_previous"); status != 200 {
+		t.Fatalf("signed with the previous secret: %d", status)
+	}
+	if status := deliver(t, r.apiAddr, body, time.Now(), webhookSecret); status != 200 {
+		t.Fatalf("signed with the current secret: %d", status)
+	}
+	r.statusAt(t, id, order.StatusPaid, time.Minute)
+	r.settledLedger(t, "webhook: forged, wrong, replayed, rotated", id, order.StatusPaid, 500)
+}
+
+// The API is SIGKILLed while it handles a delivery (its read of the intent held
+// 20 s): the sandbox delivers again, the claim of the dead process expires, and
+// the event is handled once.
+func TestChaosWebhookAPIKilledWhileHandling(t *testing.T) {
+	r := newRig(t)
+	r.withWebhooks("10m")
+	r.Sim.SetWebhooks(sandbox.Webhooks{URL: "http://" + r.apiAddr + "/webhooks/stripe", Secrets: []string{webhookSecret}, RetryMS: 500})
+	r.startWorker(t, nil)
+	api := r.startAPI(t)
+	id, pi := r.awaitCustomer(t, "killed")
+	began := time.Now()
+	time.Sleep(6 * time.Second) // past the worker's first reads: the next read is the API's
+	r.Sim.SetFaults(sandbox.Faults{Only: "retrieve", LatencyMS: 20000, Slow: 1})
+	r.customerActs(t, pi, "complete")
+	var killed string
+	stacktest.Eventually(t, 30*time.Second, "a delivery being handled", func() bool {
+		err := r.Pool.QueryRow(context.Background(), `SELECT event_id FROM webhook_events
+			WHERE outcome IS NULL AND locked_until > now() AND received_at > $1 LIMIT 1`, began).Scan(&killed)
+		return err == nil
+	})
+	api.Kill(t)
+	r.startAPI(t)
+	r.statusAt(t, id, order.StatusPaid, 2*time.Minute)
+	var deliveries int
+	var outcome string
+	stacktest.Eventually(t, 2*time.Minute, "the killed delivery's event handled", func() bool {
+		err := r.Pool.QueryRow(context.Background(), `SELECT deliveries, COALESCE(outcome, '') FROM webhook_events WHERE event_id = $1`,
+			killed).Scan(&deliveries, &outcome)
+		return err == nil && outcome != ""
+	})
+	r.settledLedger(t, "webhook: API SIGKILLed while handling", id, order.StatusPaid, 500)
+	outcomes, _ := r.webhookOutcomes(t, pi)
+	woke := 0
+	for _, o := range outcomes {
+		if o == "woke" {
+			woke++
+		}
+	}
+	if deliveries < 2 || r.signals(t, id) != woke {
+		t.Fatalf("the killed delivery's event: %d deliveries, outcome %s; outcomes %v, %d signals", deliveries, outcome, outcomes, r.signals(t, id))
+	}
+	t.Logf("the killed delivery's event: %d deliveries, handled once (%s)", deliveries, outcome)
+}
+
+// The webhook endpoint is down the whole time (nothing listens where the sandbox
+// delivers) while 3-D Secure orders complete: every order settles by the poll.
+func TestChaosWebhookEndpointDownOrdersSettleByThePoll(t *testing.T) {
+	r := newRig(t)
+	r.withWebhooks("3s")
+	r.Sim.SetWebhooks(sandbox.Webhooks{URL: "http://" + stacktest.FreeAddr(t) + "/webhooks/stripe", Secrets: []string{webhookSecret}, RetryMS: 200})
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	type waiter struct{ id, pi string }
+	var orders []waiter
+	for i := range 4 {
+		id, pi := r.awaitCustomer(t, fmt.Sprintf("down-%d", i))
+		orders = append(orders, waiter{id, pi})
+	}
+	var lags []time.Duration
+	for _, o := range orders {
+		acted := r.customerActs(t, o.pi, "complete")
+		lags = append(lags, r.statusAt(t, o.id, order.StatusPaid, time.Minute).Sub(acted))
+	}
+	if st := r.Sim.WebhookStats(); st.Delivered != 0 || st.Attempts == 0 {
+		t.Fatalf("webhook stats %+v: want attempts and no delivery", st)
+	}
+	balanced, pending := r.payments(t)
+	line := fmt.Sprintf("%-44s orders=4 charges=%d payments-net=amount:%d/4 pending-payments=%d",
+		"webhook: endpoint down, settled by the poll", len(r.Sim.Charges("")), balanced, pending)
+	t.Log(line, "lags", lags)
+	appendSummary(line)
+	if balanced != 4 || pending != 0 || len(r.Sim.Charges("")) != 4 {
+		t.Fatalf("ledger does not balance: %s", line)
+	}
+}
