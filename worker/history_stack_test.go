@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,6 +92,53 @@ func TestRealHistoriesReplay(t *testing.T) {
 		histories[name] = history(t, ctx, h.Temporal, id)
 	}
 	h.Sim.SetFaults(sandbox.Faults{})
+
+	// 3-D Secure: the customer authenticates (or fails to) and a webhook's signal
+	// wakes the order; one who never does is cancelled at the timeout; one whose
+	// order is cancelled meanwhile has the intent cancelled.
+	for name, act := range map[string]string{
+		"order_3ds_paid_on_signal": "complete", "order_3ds_failed_declined": "fail",
+		"order_3ds_abandoned_at_timeout": "", "order_3ds_cancelled_while_waiting": "cancel",
+	} {
+		id, in = h.placeOrder(name, "pm_card_authenticationRequired")
+		in.ActionTimeout = time.Hour
+		if act == "" {
+			in.ActionTimeout = 3 * time.Second
+		}
+		run := h.execute(t, ctx, id, in)
+		var res workflows.OrderResult
+		stacktest.Eventually(t, 30*time.Second, "the order to wait on its customer", func() bool {
+			v, err := h.Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+			return err == nil && v.Get(&res) == nil && res.Status == order.StatusActionRequired
+		})
+		switch act {
+		case "complete", "fail":
+			resp, err := http.PostForm(h.SimURL+"/sandbox/3ds/"+res.IntentID, url.Values{"outcome": {act}})
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("authenticate: %v %v", resp, err)
+			}
+			resp.Body.Close()
+			if err := h.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalIntentChanged, res.IntentID); err != nil {
+				t.Fatal(err)
+			}
+		case "cancel":
+			upd, err := h.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID: id, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := upd.Get(ctx, &res); err != nil || res.Status != order.StatusCancelled {
+				t.Fatalf("cancel update: %+v, %v", res, err)
+			}
+		}
+		want := map[string]order.Status{"complete": order.StatusPaid, "fail": order.StatusPaymentDeclined,
+			"": order.StatusCancelled, "cancel": order.StatusCancelled}[act]
+		if err := run.Get(ctx, &res); err != nil || res.Status != want {
+			t.Fatalf("%s: %+v, %v", name, res, err)
+		}
+		histories[name] = history(t, ctx, h.Temporal, id)
+	}
 
 	// The histories are encrypted with the stack's keys, as the worker wrote them.
 	codec := stackCodec(t)
