@@ -100,6 +100,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		{"1", b.baselineStart, true}, {"2", b.httpStart, true}, {"3", b.httpReplay, false}, {"4", b.consumeCommitEach, false},
 		{"4", b.consumeCommitBatched, false}, {"5", b.kafkaIngress, true}, {"6", b.endToEnd, true},
 		{"6", b.baselineOneActivity, false}, {"6", b.baselineOrderShape, false},
+		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }, false},
+		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {

@@ -105,7 +105,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	b.procEnv = testkit.Connections(env, map[string]string{
 		"TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
 		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": "2s",
-		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc),
+		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc), "PAYMENTS_WEBHOOK_SECRETS": benchWebhookSecret,
 	})
 	if err := b.start("paysim", map[string]string{"PAYSIM_ADDR": simAddr}, b.simURL+"/healthz"); err != nil {
 		return nil, err

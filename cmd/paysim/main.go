@@ -2,7 +2,8 @@
 // Stripe-like API for development and tests, never a real provider.
 //
 // Faults can be set at start (PAYSIM_LATENCY_MS, PAYSIM_FAIL_AFTER, ...) or at run
-// time with PUT /sandbox/faults.
+// time with PUT /sandbox/faults; webhooks (PAYSIM_WEBHOOK_URL, _SECRETS,
+// _DUPLICATES, _DELAY_MS) or with PUT /sandbox/webhooks.
 package main
 
 import (
@@ -45,14 +46,22 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		KeyTTL:      e.Duration("PAYSIM_KEY_TTL", 24*time.Hour),
 		SearchDelay: e.Duration("PAYSIM_SEARCH_DELAY", time.Second),
 	}
+	hooks := sandbox.Webhooks{URL: e.String("PAYSIM_WEBHOOK_URL", ""), Secrets: e.List("PAYSIM_WEBHOOK_SECRETS", ""),
+		Duplicates: e.Int("PAYSIM_WEBHOOK_DUPLICATES", 1) - 1, DelayMS: e.Int("PAYSIM_WEBHOOK_DELAY_MS", 1)}
 	if err := e.Err(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
+	}
+	if hooks.URL != "" && len(hooks.Secrets) == 0 {
+		return errors.New("configuration: PAYSIM_WEBHOOK_URL needs PAYSIM_WEBHOOK_SECRETS to sign with")
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: sandbox.New(logger, opts).Handler(), ReadHeaderTimeout: 5 * time.Second}
+	sim := sandbox.New(logger, opts)
+	defer sim.Close()
+	sim.SetWebhooks(hooks)
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("payment sandbox listening", "addr", ln.Addr().String())

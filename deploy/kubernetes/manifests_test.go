@@ -163,7 +163,7 @@ func checkPod(t *testing.T, name string, pod corev1.PodSpec, shutdown, drain tim
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			secret[e.Name] = true
-		} else if strings.Contains(e.Name, "KEY") || e.Name == "DATABASE_URL" {
+		} else if strings.Contains(e.Name, "KEY") || strings.Contains(e.Name, "SECRET") || e.Name == "DATABASE_URL" {
 			t.Errorf("%s: %s must come from a Secret", name, e.Name)
 		}
 	}
@@ -172,8 +172,11 @@ func checkPod(t *testing.T, name string, pod corev1.PodSpec, shutdown, drain tim
 			t.Errorf("%s: %s not from the Secret", name, k)
 		}
 	}
-	if !api && !secret["PAYMENTS_API_KEY"] {
+	if !secret["PAYMENTS_API_KEY"] {
 		t.Errorf("%s: PAYMENTS_API_KEY not from the Secret", name)
+	}
+	if api && !secret["PAYMENTS_WEBHOOK_SECRETS"] {
+		t.Errorf("%s: PAYMENTS_WEBHOOK_SECRETS not from the Secret", name)
 	}
 	if c.Resources.Requests.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("%s: want CPU and memory requests and a memory limit", name)
