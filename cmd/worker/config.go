@@ -22,15 +22,15 @@ import (
 
 type cfg struct {
 	config.Common
-	Run             worker.RunOptions
-	Kafka           kafkaclient.Cluster
-	EventsTopic     string
-	RequestsTopic   string
-	DLQTopic        string
-	Consumer        consumer.Options
-	Payments        provider.Config
-	TenantCacheTTL  time.Duration
-	Codec           codecauth.Options
+	Run            worker.RunOptions
+	Kafka          kafkaclient.Cluster
+	EventsTopic    string
+	RequestsTopic  string
+	DLQTopic       string
+	Consumer       consumer.Options
+	Payments       provider.Config
+	TenantCacheTTL time.Duration
+	Codec          codecauth.Options
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {

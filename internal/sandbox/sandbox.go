@@ -122,7 +122,7 @@ type Server struct {
 	faults       Faults
 	unauthorized time.Time // 401 until then
 	// requests counts POSTs per idempotency key, answered or not.
-	requests map[string]int
+	requests  map[string]int
 	webhooks  Webhooks
 	stats     WebhookStats
 	events    [][]byte // raised so far, oldest first (at most maxEvents)

@@ -100,7 +100,7 @@ type Common struct {
 	// Policy is how orders treat time; both ingresses start workflows with it.
 	Policy          workflows.Policy
 	ShutdownTimeout time.Duration
-	LogLevel          string
+	LogLevel        string
 	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
 	PayloadKeys *payloadcodec.Keyring
 }
@@ -108,10 +108,10 @@ type Common struct {
 // Common reads the shared settings.
 func (e *Env) Common() Common {
 	c := Common{
-		DatabaseURL:     e.Required("DATABASE_URL"),
-		DBMaxConns:      e.Int("DB_MAX_CONNS", 20),
-		Temporal:        e.temporal(),
-		TaskQueue:       e.String("TASK_QUEUE", "orders"),
+		DatabaseURL: e.Required("DATABASE_URL"),
+		DBMaxConns:  e.Int("DB_MAX_CONNS", 20),
+		Temporal:    e.temporal(),
+		TaskQueue:   e.String("TASK_QUEUE", "orders"),
 		Policy: workflows.Policy{
 			CancelWindow:  e.Duration("CANCEL_WINDOW", 0),
 			LookupDelay:   e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
