@@ -1,12 +1,16 @@
 // Command api serves orderflow's HTTP API.
 //
-//	api                          serve until SIGTERM, then drain
-//	api migrate                  apply the database migrations and exit
-//	api keys create --tenant T   print a new API key for tenant T (shown once)
+//	api                                serve until SIGTERM, then drain
+//	api migrate                        apply the database migrations and exit
+//	api keys create --tenant T         print a new API key for tenant T (shown once)
+//	api keys list --tenant T           list the tenant's keys (prefixes only)
+//	api keys revoke KEY_PREFIX         revoke a key
+//	api version                        print the build's version
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +29,8 @@ import (
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
+	"github.com/orderflow/orderflow/internal/platform/cli"
+	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
@@ -32,30 +38,50 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "api:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app(os.Getenv, os.Stdout, os.Stderr).Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// app is the api binary's commands; each reads only the settings it uses.
+func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
+	var tenant *string
+	tenantFlag := func(fs *flag.FlagSet) { tenant = fs.String("tenant", "", "the tenant the keys belong to (required)") }
+	return cli.App{Name: "api", Summary: "orderflow's HTTP API", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
+		{Summary: "serve the API until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
+			return serve(ctx, getenv, stdout)
+		}},
+		{Name: "migrate", Summary: "apply the database migrations and exit (DATABASE_URL)", Run: func(ctx context.Context, _ *flag.FlagSet) error {
+			e := config.New(getenv)
+			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
+			if err := e.Err(); err != nil {
+				return fmt.Errorf("configuration: %w", err)
+			}
+			return database.MigrateURL(ctx, url, logger)
+		}},
+		{Name: "keys create", Args: "--tenant NAME", Summary: "print a new API key for the tenant, shown once (DATABASE_URL)", Flags: tenantFlag,
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				return keys(ctx, getenv, "create", *tenant, fs.Args(), stdout)
+			}},
+		{Name: "keys list", Args: "--tenant NAME", Summary: "list the tenant's keys by prefix (DATABASE_URL)", Flags: tenantFlag,
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				return keys(ctx, getenv, "list", *tenant, fs.Args(), stdout)
+			}},
+		{Name: "keys revoke", Args: "KEY_PREFIX", Summary: "revoke a key (DATABASE_URL, API_KEY_CACHE_TTL)",
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				return keys(ctx, getenv, "revoke", "", fs.Args(), stdout)
+			}},
+	}}
+}
+
+// serve runs the API.
+func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	c, err := loadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	logger := telemetry.NewLogger(stdout, c.LogLevel)
-	switch cmd := append(args, "")[1]; cmd {
-	case "":
-	case "migrate":
-		return database.MigrateURL(ctx, c.DatabaseURL, logger)
-	case "keys":
-		return keys(ctx, c, args[2:], stdout)
-	default:
-		return fmt.Errorf("unknown command %q (want migrate or keys)", cmd)
-	}
-
 	traces, err := tracing.FromEnv(ctx, "orderflow-api", getenv)
 	if err != nil {
 		return err

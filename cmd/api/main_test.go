@@ -33,8 +33,8 @@ func TestServeDrainsAndSurvivesSlowClients(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs bytes.Buffer
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"api"}, func(k string) string { return vars[k] }, &logs) }()
+	done := make(chan int, 1)
+	go func() { done <- app(func(k string) string { return vars[k] }, &logs, &logs).Run(ctx, nil) }()
 	stacktest.Eventually(t, 30*time.Second, "the API to be ready", func() bool {
 		resp, err := http.Get("http://" + ops + "/readyz")
 		if err != nil {
@@ -83,9 +83,9 @@ func TestServeDrainsAndSurvivesSlowClients(t *testing.T) {
 
 	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run returned %v on shutdown, want nil", err)
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d on shutdown, want 0: %s", code, logs.String())
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return within 10s of the cancel")

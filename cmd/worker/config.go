@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
 )
@@ -49,9 +47,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		KafkaCloseTimeout: e.Duration("KAFKA_CLOSE_TIMEOUT", 5*time.Second),
 	}
 	c.Kafka = e.Kafka()
-	c.EventsTopic = e.String("EVENTS_TOPIC", "orders.events")
-	c.RequestsTopic = e.String("REQUESTS_TOPIC", "orders.requested")
-	c.DLQTopic = e.String("DLQ_TOPIC", "orders.requested.dlq")
+	c.EventsTopic, c.RequestsTopic, c.DLQTopic = topics(e)
 	c.Consumer = consumer.Options{
 		Topic:          c.RequestsTopic,
 		Group:          e.String("CONSUMER_GROUP", "orderflow-ingress"),
@@ -75,39 +71,37 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 }
 
 // command runs a subcommand: migrate, or dlq redrive.
-func command(ctx context.Context, c cfg, args []string, logger *slog.Logger, stdout io.Writer) error {
-	switch args[0] {
-	case "migrate":
-		return database.MigrateURL(ctx, c.DatabaseURL, logger)
-	case "dlq":
-		return redrive(ctx, c, args[1:], logger, stdout)
-	}
-	return fmt.Errorf("unknown command %q (want no argument, \"migrate\" or \"dlq redrive\")", args[0])
-}
-
 // redrive is `worker dlq redrive [--event-id ID]...`.
-func redrive(ctx context.Context, c cfg, args []string, logger *slog.Logger, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "redrive" {
-		return errors.New("usage: worker dlq redrive [--event-id ID]...")
+func redrive(ctx context.Context, getenv func(string) string, ids []string, stdout io.Writer) error {
+	e := config.New(getenv)
+	url, kafka, keys := e.Required("DATABASE_URL"), e.Kafka(), e.Required("PAYLOAD_KEYS")
+	_, requests, dlq := topics(e)
+	logger := telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
+	if err := e.Err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
 	}
-	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
-	var ids stringList
-	fs.Var(&ids, "event-id", "redrive only this eventId (repeatable); default: all")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	ring, err := payloadcodec.ParseKeyring(keys)
+	if err != nil {
+		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
 	}
-	pool, err := database.Open(ctx, c.DatabaseURL, 2, nil)
+	pool, err := database.Open(ctx, url, 2, nil)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	w := kafkaclient.NewWriter(c.Kafka, "")
+	w := kafkaclient.NewWriter(kafka, "")
 	defer w.Close()
-	sum, err := consumer.Redrive(ctx, c.Kafka, consumer.RedriveOptions{
-		DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, EventIDs: ids, Progress: 1000,
-	}, w, consumer.NewRedrives(pool), payloadcodec.New(c.PayloadKeys), logger)
-	fmt.Fprintf(stdout, "%s -> %s: %s\n", c.DLQTopic, c.RequestsTopic, sum)
+	sum, err := consumer.Redrive(ctx, kafka, consumer.RedriveOptions{
+		DLQTopic: dlq, RequestsTopic: requests, EventIDs: ids, Progress: 1000,
+	}, w, consumer.NewRedrives(pool), payloadcodec.New(ring), logger)
+	fmt.Fprintf(stdout, "%s -> %s: %s\n", dlq, requests, sum)
 	return err
+}
+
+// topics are the events, requests and dead-letter topics.
+func topics(e *config.Env) (events, requests, dlq string) {
+	return e.String("EVENTS_TOPIC", "orders.events"), e.String("REQUESTS_TOPIC", "orders.requested"),
+		e.String("DLQ_TOPIC", "orders.requested.dlq")
 }
 
 type stringList []string

@@ -4,10 +4,12 @@
 //	worker                                 run until SIGTERM, then drain
 //	worker migrate                         apply the database migrations and exit
 //	worker dlq redrive [--event-id ID]...  re-publish dead letters to the requests topic, each once
+//	worker version                         print the build's version
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +19,10 @@ import (
 
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
+	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/codecauth"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
@@ -27,23 +32,48 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app(os.Getenv, os.Stdout, os.Stderr).Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// app is the worker binary's commands; each reads only the settings it uses.
+func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
+	var ids stringList
+	return cli.App{Name: "worker", Summary: "orderflow's Temporal worker and Kafka ingress", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
+		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
+			return serve(ctx, getenv, stdout)
+		}},
+		{Name: "migrate", Summary: "apply the database migrations and exit (DATABASE_URL)", Run: func(ctx context.Context, _ *flag.FlagSet) error {
+			e := config.New(getenv)
+			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
+			if err := e.Err(); err != nil {
+				return fmt.Errorf("configuration: %w", err)
+			}
+			return database.MigrateURL(ctx, url, logger)
+		}},
+		{Name: "dlq redrive", Args: "[--event-id ID]...",
+			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
+			Flags: func(fs *flag.FlagSet) {
+				fs.Var(&ids, "event-id", "redrive only this eventId (repeatable); default: all")
+			},
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				if fs.NArg() > 0 {
+					return cli.Usagef("unexpected argument %q", fs.Arg(0))
+				}
+				return redrive(ctx, getenv, ids, stdout)
+			}},
+	}}
+}
+
+// serve runs the worker.
+func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	c, err := loadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	logger := telemetry.NewLogger(stdout, c.LogLevel)
-	if len(args) > 1 {
-		return command(ctx, c, args[1:], logger, stdout)
-	}
 
 	traces, err := tracing.FromEnv(ctx, "orderflow-worker", getenv)
 	if err != nil {
