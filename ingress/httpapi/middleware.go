@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderflow/orderflow/internal/apikeys"
@@ -47,6 +50,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.requests, m.duration, m.replays, m.conflicts, m.startDuration)
 	return m
+}
+
+// requestIDHeader is the header of every response that names the request, as
+// Stripe's Request-Id does: quote it to support, find it in the logs and traces.
+const requestIDHeader = "Request-Id"
+
+// requestID gives each request an ID of its own (never one the client sent: a
+// caller could forge or flood them), puts it in the response's Request-Id, the
+// request's context (the access log's request_id) and its span.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		id := "req_" + hex.EncodeToString(b)
+		w.Header().Set(requestIDHeader, id)
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("orderflow.request_id", id))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), middleware.RequestIDKey, id)))
+	})
 }
 
 // observe logs every request (never its headers or body: they carry keys and card

@@ -181,8 +181,9 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, _ := json.Marshal(struct {
 		Data       []orderstore.View `json:"data"`
+		HasMore    bool              `json:"has_more"`
 		NextCursor string            `json:"next_cursor,omitempty"`
-	}{views, next})
+	}{views, next != "", next})
 	writeJSON(w, http.StatusOK, resp)
 }
 

@@ -23,6 +23,7 @@ const (
 	kindKeyReused        kind = "idempotency-key-reused"
 	kindInProgress       kind = "request-in-progress"
 	kindNotFound         kind = "not-found"
+	kindMethodNotAllowed kind = "method-not-allowed"
 	kindNotCancellable   kind = "not-cancellable"
 	kindUnavailable      kind = "unavailable"
 	kindInternal         kind = "internal"
@@ -53,6 +54,8 @@ func (k kind) status() (int, string) {
 		return http.StatusConflict, "A request with this Idempotency-Key is in progress"
 	case kindNotFound:
 		return http.StatusNotFound, "Not found"
+	case kindMethodNotAllowed:
+		return http.StatusMethodNotAllowed, "Method not allowed"
 	case kindNotCancellable:
 		return http.StatusConflict, "Order can no longer be cancelled"
 	case kindUnavailable:
@@ -63,11 +66,13 @@ func (k kind) status() (int, string) {
 
 // problem is an RFC 9457 problem detail.
 type problem struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail,omitempty"`
-	Field      string `json:"field,omitempty"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Field  string `json:"field,omitempty"`
+	// Instance names this occurrence: the request's Request-Id, as a URN.
+	Instance   string `json:"instance,omitempty"`
 	retryAfter int
 }
 
@@ -82,6 +87,9 @@ func writeProblem(w http.ResponseWriter, p problem) {
 	h.Set("Cache-Control", "no-store")
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	if id := h.Get(requestIDHeader); id != "" {
+		p.Instance = "urn:orderflow:request:" + id
 	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)

@@ -7,10 +7,10 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/intake"
@@ -59,14 +59,19 @@ func NewServer(d Deps) http.Handler {
 	m := newMetrics(d.Registry)
 	a := &api{Deps: d, m: m}
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, observe(d.Logger, m), recoverer(d.Logger))
+	r.Use(requestID, observe(d.Logger, m), recoverer(d.Logger))
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, newProblem(kindNotFound, "no such route"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		p := newProblem(kindNotFound, "method not allowed")
-		p.Status, p.Title = http.StatusMethodNotAllowed, "Method not allowed"
-		writeProblem(w, p)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, newProblem(kindMethodNotAllowed, req.Method+" is not allowed here; Allow lists what is"))
 	})
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")

@@ -41,7 +41,7 @@ func fieldErr(field, format string, args ...any) *FieldError {
 // Limits of a request.
 const (
 	MaxItems       = 100
-	maxIDLen       = 128
+	MaxIDLen       = 128
 	maxNestedDepth = 8
 )
 
@@ -178,8 +178,8 @@ func checkID(field, v string) error {
 	if v == "" {
 		return fieldErr(field, "is required")
 	}
-	if len(v) > maxIDLen {
-		return fieldErr(field, "longer than %d characters", maxIDLen)
+	if len(v) > MaxIDLen {
+		return fieldErr(field, "longer than %d characters", MaxIDLen)
 	}
 	if !order.Visible(v) {
 		return fieldErr(field, "must be visible ASCII characters")
