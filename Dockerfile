@@ -1,12 +1,23 @@
-# Builds the api, worker and paysim binaries; pick one with the target.
+# Builds the api, worker and paysim binaries; pick one with the target. make image
+# passes VERSION (git describe) and REVISION; the binaries print it (version) and
+# the images carry it in their OCI labels.
 FROM golang:1.26-bookworm AS build
+ARG VERSION=devel
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/api ./cmd/worker ./cmd/paysim
+RUN CGO_ENABLED=0 go build -trimpath \
+    -ldflags="-s -w -X github.com/orderflow/orderflow/internal/platform/version.linked=${VERSION}" \
+    -o /out/ ./cmd/api ./cmd/worker ./cmd/paysim
 
 FROM gcr.io/distroless/static-debian12:nonroot AS base
+ARG VERSION=devel
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="orderflow" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="https://github.com/orderflow/orderflow"
 USER nonroot:nonroot
 
 FROM base AS api

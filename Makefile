@@ -7,7 +7,7 @@ STACK := $(CURDIR)/.stack
 # cluster (see scripts/stack). make run always runs dev; make test runs both.
 PROFILE ?= dev
 
-.PHONY: run test chaos unit stack-up stack-down vet bench
+.PHONY: run test chaos unit stack-up stack-down vet bench image
 
 ## run: start the local stack and the whole service in the foreground (Ctrl-C stops it)
 run:
@@ -49,6 +49,17 @@ stack-up:
 
 stack-down:
 	scripts/stack down
+
+## image: the api, worker and paysim images, tagged and labelled with git describe
+## (REGISTRY=ghcr.io/orderflow by default; push them with docker push)
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+REGISTRY ?= ghcr.io/orderflow
+image:
+	for t in api worker paysim; do \
+	  docker build --target $$t --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD) \
+	    -t $(REGISTRY)/orderflow-$$t:$(VERSION) . || exit 1; \
+	done
+	@echo "images: $(REGISTRY)/orderflow-{api,worker,paysim}:$(VERSION)"
 
 ## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default;
 ## PROFILE=cluster measures the cluster profile

@@ -18,12 +18,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/sandbox"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "probe" { // the container's healthcheck
+		os.Exit(cli.Probe(context.Background(), os.Args[2:], os.Stderr))
+	}
 	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "paysim:", err)
 		os.Exit(1)

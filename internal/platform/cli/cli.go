@@ -10,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/orderflow/orderflow/internal/platform/version"
 )
@@ -56,6 +58,9 @@ func (a App) Run(ctx context.Context, args []string) int {
 	if len(args) > 0 && args[0] == "version" {
 		fmt.Fprintln(a.Stdout, a.Name, version.String())
 		return 0
+	}
+	if len(args) > 0 && args[0] == "probe" {
+		return Probe(ctx, args[1:], a.Stderr)
 	}
 	cmd, rest, ok := a.find(args)
 	if !ok {
@@ -118,6 +123,7 @@ func (a App) usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-44s %s\n", strings.Join(strings.Fields(a.Name+" "+c.Name+" "+c.Args), " "), c.Summary)
 	}
 	fmt.Fprintf(w, "  %-44s %s\n", a.Name+" version", "print the build's version")
+	fmt.Fprintf(w, "  %-44s %s\n", a.Name+" probe URL", "exit 0 if URL answers 200 within 2 s (a container's healthcheck)")
 	fmt.Fprintf(w, "\n%s COMMAND --help describes a command; settings are environment variables (see the README).\n", a.Name)
 }
 
@@ -131,4 +137,31 @@ func (a App) commandUsage(w io.Writer, c Command, fs *flag.FlagSet) {
 		}
 		fmt.Fprintf(w, "  --%s\t%s\n", f.Name, f.Usage)
 	})
+}
+
+// Probe is `probe URL`, a healthcheck for images without a shell or curl: exit
+// status 0 when URL answers 200 within 2 seconds, 1 when not, 2 without one URL.
+func Probe(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) != 1 || !strings.HasPrefix(args[0], "http://") {
+		fmt.Fprintln(stderr, "usage: probe http://HOST:PORT/PATH")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 2
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, "probe:", resp.Status)
+		return 1
+	}
+	return 0
 }

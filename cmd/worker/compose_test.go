@@ -1,0 +1,18 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/orderflow/orderflow/internal/testkit"
+)
+
+// docker-compose.yml gives the worker every setting it requires, valid.
+func TestComposeEnvironmentIsComplete(t *testing.T) {
+	env, err := testkit.ComposeEnv("../../docker-compose.yml", "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(func(k string) string { return env[k] }); err != nil {
+		t.Fatalf("the worker's configuration from docker-compose.yml: %v", err)
+	}
+}
