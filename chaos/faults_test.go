@@ -90,7 +90,7 @@ func TestChaosTemporalRestart(t *testing.T) {
 	before := r.committed(t)
 	time.Sleep(4 * time.Second)
 	after := r.committed(t)
-	ready := status(t, "http://"+r.opsAddr+"/readyz")
+	ready, apiReady := status(t, "http://"+r.opsAddr+"/readyz"), status(t, "http://"+r.apiOpsAddr+"/readyz")
 	stacktest.Service(t, "start", "temporal")
 	t.Logf("Temporal down: POST answered %d in %s; committed offsets %d -> %d; worker readyz %d", code, took.Round(time.Millisecond), before, after, ready)
 	if after != before {
@@ -98,6 +98,9 @@ func TestChaosTemporalRestart(t *testing.T) {
 	}
 	if ready != http.StatusServiceUnavailable {
 		t.Errorf("worker /readyz = %d while Temporal was down, want 503", ready)
+	}
+	if apiReady != http.StatusOK {
+		t.Errorf("API /readyz = %d while Temporal was down, want 200: it answers 503 with Retry-After itself", apiReady)
 	}
 	wait()
 	r.ledger(t, "temporal stopped+started under traffic")

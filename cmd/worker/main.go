@@ -93,6 +93,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	base.Ready.Gate("postgres", "temporal") // a worker without them can do nothing
 	base.Ready.Add("consumer", cons.Ready)
 	var codec http.Handler
 	if c.Run.CodecAddr != "" {

@@ -57,8 +57,10 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 	}
 	ready := &telemetry.Readiness{}
 	reg.MustRegister(ready.Collector())
-	ready.Add("postgres", pool.Ping)
-	ready.Add("temporal", temporalclient.Check(tc))
+	// Shown, not gating: the worker gates on them (it can do nothing without
+	// them); the API answers 503 with Retry-After itself.
+	ready.Report("postgres", pool.Ping)
+	ready.Report("temporal", temporalclient.Check(tc))
 	return &Base{Pool: pool, Temporal: tc, Codec: codec, Ready: ready, Registry: reg}, nil
 }
 

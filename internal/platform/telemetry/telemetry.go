@@ -4,6 +4,7 @@ package telemetry
 
 import (
 	"context"
+	"maps"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,20 +63,42 @@ func NewRegistry() *prometheus.Registry {
 // Check reports whether a dependency can serve; nil means ready.
 type Check func(ctx context.Context) error
 
-// Readiness answers /readyz: not ready while draining or while any check fails.
+// Readiness answers /readyz: not ready while draining or while a gating check
+// fails. Every check shows in /readyz's body and in orderflow_ready_check.
 type Readiness struct {
 	draining atomic.Bool
 	mu       sync.Mutex
 	names    []string
 	checks   []Check
+	gating   map[string]bool
 }
 
-// Add registers a named check.
-func (r *Readiness) Add(name string, c Check) {
+// Add registers a named check that gates readiness.
+func (r *Readiness) Add(name string, c Check) { r.add(name, c, true) }
+
+// Report registers a named check that is shown but never takes the process out
+// of rotation: the API answers 503 with Retry-After by itself while Postgres or
+// Temporal is away, which a client can act on, unlike a Service with no endpoints.
+func (r *Readiness) Report(name string, c Check) { r.add(name, c, false) }
+
+// Gate makes reported checks gate readiness.
+func (r *Readiness) Gate(names ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, n := range names {
+		r.gating[n] = true
+	}
+}
+
+func (r *Readiness) add(name string, c Check, gating bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gating == nil {
+		r.gating = map[string]bool{}
+	}
 	r.names = append(r.names, name)
 	r.checks = append(r.checks, c)
+	r.gating[name] = gating
 }
 
 // Drain turns readiness off for good: the first step of every shutdown.
@@ -119,21 +142,24 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Status runs every check and returns the failures by name.
+// Status runs every check and returns the failures by name; ready is false
+// while draining or while a gating check fails.
 func (r *Readiness) Status(ctx context.Context) (ready bool, failures map[string]string) {
 	failures = map[string]string{}
-	if r.draining.Load() {
+	ready = !r.draining.Load()
+	if !ready {
 		failures["process"] = "draining"
 	}
 	r.mu.Lock()
-	names, checks := r.names, r.checks
+	names, checks, gating := r.names, r.checks, maps.Clone(r.gating)
 	r.mu.Unlock()
 	for i, c := range checks {
 		if err := c(ctx); err != nil {
 			failures[names[i]] = err.Error()
+			ready = ready && !gating[names[i]]
 		}
 	}
-	return len(failures) == 0, failures
+	return ready, failures
 }
 
 // Mount adds /healthz, /readyz and /metrics to mux.
@@ -147,11 +173,14 @@ func Mount(mux interface {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		ok, failures := ready.Status(ctx)
-		if !ok {
+		switch {
+		case !ok:
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failures": failures})
-			return
+		case len(failures) > 0:
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "degraded": failures})
+		default:
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 }
