@@ -3,6 +3,7 @@
 //
 //	worker                                 run until SIGTERM, then drain
 //	worker migrate                         apply the database migrations and exit
+//	worker bootstrap                       create the Temporal namespace and the Kafka topics
 //	worker dlq redrive [--event-id ID]...  re-publish dead letters to the requests topic, each once
 //	worker version                         print the build's version
 package main
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
@@ -41,6 +43,7 @@ func main() {
 // app is the worker binary's commands; each reads only the settings it uses.
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 	var ids stringList
+	var l layout
 	return cli.App{Name: "worker", Summary: "orderflow's Temporal worker and Kafka ingress", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
 		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serve(ctx, getenv, stdout)
@@ -53,6 +56,19 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 			}
 			return database.MigrateURL(ctx, url, logger)
 		}},
+		{Name: "bootstrap", Args: "[--partitions N] [--replication-factor N] [--retention D]",
+			Summary: "create the Temporal namespace and the Kafka topics, leaving what exists alone (TEMPORAL_*, KAFKA_*, the topics' names)",
+			Flags: func(fs *flag.FlagSet) {
+				fs.IntVar(&l.partitions, "partitions", 12, "partitions of the requests and events topics (the dead-letter topic has 1)")
+				fs.IntVar(&l.replicas, "replication-factor", 3, "replicas of each topic")
+				fs.DurationVar(&l.retention, "retention", 72*time.Hour, "how long Temporal keeps closed workflows")
+			},
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				if fs.NArg() > 0 || l.partitions < 1 || l.replicas < 1 || l.retention < 24*time.Hour {
+					return cli.Usagef("want positive --partitions and --replication-factor, --retention of a day or more, no argument")
+				}
+				return bootstrap(ctx, getenv, l, stdout)
+			}},
 		{Name: "dlq redrive", Args: "[--event-id ID]...",
 			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
 			Flags: func(fs *flag.FlagSet) {

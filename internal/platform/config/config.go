@@ -110,7 +110,7 @@ func (e *Env) Common() Common {
 	c := Common{
 		DatabaseURL: e.Required("DATABASE_URL"),
 		DBMaxConns:  e.Int("DB_MAX_CONNS", 20),
-		Temporal:    e.temporal(),
+		Temporal:    e.Temporal(),
 		TaskQueue:   e.String("TASK_QUEUE", "orders"),
 		Policy: workflows.Policy{
 			CancelWindow:  e.Duration("CANCEL_WINDOW", 0),
@@ -138,8 +138,9 @@ func (e *Env) Payments(timeout time.Duration) provider.Config {
 	}
 }
 
-// temporal reads the Temporal connection as Temporal's tools do.
-func (e *Env) temporal() client.Options {
+// Temporal reads the Temporal connection as Temporal's tools do (TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY, TEMPORAL_PROFILE...).
+func (e *Env) Temporal() client.Options {
 	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) {
 		v := e.getenv(k)
 		return v, v != ""

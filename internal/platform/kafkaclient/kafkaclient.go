@@ -187,3 +187,28 @@ func CreateTopic(ctx context.Context, c Cluster, topic string, partitions, repli
 	}
 	return nil
 }
+
+// Partitions returns how many partitions topic has; 0 when it does not exist. It
+// reads every topic's partitions: asked for one topic that does not exist, a
+// broker that creates none answers with an error kafka-go keeps retrying.
+func Partitions(ctx context.Context, c Cluster, topic string) (int, error) {
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	}
+	parts, err := conn.ReadPartitions()
+	if err != nil {
+		return 0, fmt.Errorf("list partitions: %w", err)
+	}
+	n := 0
+	for _, p := range parts {
+		if p.Topic == topic {
+			n++
+		}
+	}
+	return n, nil
+}

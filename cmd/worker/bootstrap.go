@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+)
+
+// layout is what worker bootstrap creates.
+type layout struct {
+	partitions, replicas int
+	retention            time.Duration // of the Temporal namespace's closed workflows
+}
+
+// bootstrap is `worker bootstrap`: it creates the Temporal namespace and the
+// Kafka topics orderflow needs, and leaves alone what exists (safe on every
+// rollout). It reads TEMPORAL_*, KAFKA_* and the topics' names, nothing else.
+func bootstrap(ctx context.Context, getenv func(string) string, l layout, stdout io.Writer) error {
+	e := config.New(getenv)
+	conn, cluster := e.Temporal(), e.Kafka()
+	events, requests, dlq := topics(e)
+	if err := e.Err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if err := createNamespace(ctx, conn, l.retention, stdout); err != nil {
+		return err
+	}
+	for _, t := range []struct {
+		name       string
+		partitions int
+	}{{requests, l.partitions}, {events, l.partitions}, {dlq, 1}} {
+		n, err := kafkaclient.Partitions(ctx, cluster, t.name)
+		switch {
+		case err != nil:
+			return err
+		case n > 0:
+			fmt.Fprintf(stdout, "topic %s exists: %d partitions\n", t.name, n)
+			continue
+		}
+		err = kafkaclient.CreateTopic(ctx, cluster, t.name, t.partitions, l.replicas)
+		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) { // another pod made it meanwhile
+			return err
+		}
+		fmt.Fprintf(stdout, "topic %s created: %d partitions, replication factor %d\n", t.name, t.partitions, l.replicas)
+	}
+	return nil
+}
+
+// createNamespace registers the namespace unless it exists (on Temporal Cloud it
+// always does: namespaces are made there, not here).
+func createNamespace(ctx context.Context, opts client.Options, retention time.Duration, stdout io.Writer) error {
+	nc, err := client.NewNamespaceClient(opts)
+	if err != nil {
+		return fmt.Errorf("temporal at %s: %w", opts.HostPort, err)
+	}
+	defer nc.Close()
+	_, err = nc.Describe(ctx, opts.Namespace)
+	var missing *serviceerror.NamespaceNotFound
+	switch {
+	case err == nil:
+		fmt.Fprintf(stdout, "namespace %s exists\n", opts.Namespace)
+		return nil
+	case !errors.As(err, &missing):
+		return fmt.Errorf("describe namespace %s: %w", opts.Namespace, err)
+	}
+	err = nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: opts.Namespace, WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	})
+	var exists *serviceerror.NamespaceAlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("register namespace %s: %w", opts.Namespace, err)
+	}
+	fmt.Fprintf(stdout, "namespace %s registered: retention %s\n", opts.Namespace, retention)
+	return nil
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/internal/testkit"
+)
+
+// worker bootstrap makes a namespace and three topics that did not exist, and a
+// second run (the next rollout) leaves them as they are.
+func TestBootstrapCreatesTheNamespaceAndTopicsOnce(t *testing.T) {
+	env := stacktest.Env(t)
+	name := stacktest.Name("bootstrap")
+	vars := testkit.Connections(env, map[string]string{"TEMPORAL_NAMESPACE": name,
+		"REQUESTS_TOPIC": name + ".requested", "EVENTS_TOPIC": name + ".events", "DLQ_TOPIC": name + ".dlq"})
+	delete(vars, "DATABASE_URL") // it needs no database
+	delete(vars, "PAYLOAD_KEYS")
+	args := []string{"bootstrap", "--partitions", "3", "--replication-factor", strconv.Itoa(testkit.Replicas(env))}
+	for run := range 2 {
+		var out bytes.Buffer
+		if code := app(func(k string) string { return vars[k] }, &out, &out).Run(context.Background(), args); code != 0 {
+			t.Fatalf("run %d: exit %d: %s", run+1, code, out.String())
+		}
+		want := map[int]string{0: "registered", 1: "exists"}[run]
+		if !strings.Contains(out.String(), "namespace "+name+" "+want) || strings.Count(out.String(), map[int]string{0: "created", 1: "exists"}[run]) < 3 {
+			t.Fatalf("run %d: %s", run+1, out.String())
+		}
+	}
+	e := config.New(func(k string) string { return vars[k] })
+	opts, cluster := e.Temporal(), e.Kafka()
+	nc, err := client.NewNamespaceClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ns, err := nc.Describe(context.Background(), name)
+	if err != nil || ns.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() != 72*time.Hour {
+		t.Fatalf("namespace %s: %v %v", name, ns.GetConfig(), err)
+	}
+	for topic, partitions := range map[string]int{name + ".requested": 3, name + ".events": 3, name + ".dlq": 1} {
+		if n, err := kafkaclient.Partitions(context.Background(), cluster, topic); err != nil || n != partitions {
+			t.Errorf("topic %s: %d partitions, want %d (%v)", topic, n, partitions, err)
+		}
+	}
+}
