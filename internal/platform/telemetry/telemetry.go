@@ -4,11 +4,11 @@ package telemetry
 
 import (
 	"context"
-	"maps"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
