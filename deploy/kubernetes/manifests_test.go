@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,9 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
 )
 
 // objects is one kustomization's output, strictly decoded into the API types.
@@ -30,6 +34,30 @@ type objects struct {
 	hpas        []*autoscalingv2.HorizontalPodAutoscaler
 	jobs        []*batchv1.Job
 	policies    []*networkingv1.NetworkPolicy
+	scaled      []*scaledObject
+}
+
+// scaledObject is what the checks read of KEDA's ScaledObject (keda.sh/v1alpha1),
+// every field it may carry here named, so an unknown one fails the decode.
+type scaledObject struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		ScaleTargetRef struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+		} `json:"scaleTargetRef"`
+		MinReplicaCount *int32 `json:"minReplicaCount"`
+		MaxReplicaCount *int32 `json:"maxReplicaCount"`
+		PollingInterval int    `json:"pollingInterval"`
+		CooldownPeriod  int    `json:"cooldownPeriod"`
+		Triggers        []struct {
+			Type     string            `json:"type"`
+			Metadata map[string]string `json:"metadata"`
+		} `json:"triggers"`
+	} `json:"spec"`
 }
 
 // build runs kustomize on dir and decodes every object, refusing unknown fields.
@@ -71,6 +99,10 @@ func build(t *testing.T, dir string) objects {
 			j := &batchv1.Job{}
 			strict(t, where, y, j)
 			o.jobs = append(o.jobs, j)
+		case "ScaledObject":
+			so := &scaledObject{}
+			strict(t, where, y, so)
+			o.scaled = append(o.scaled, so)
 		case "NetworkPolicy":
 			n := &networkingv1.NetworkPolicy{}
 			strict(t, where, y, n)
@@ -117,13 +149,38 @@ func checkManifests(t *testing.T, o objects) {
 		checkCovered(t, o, d)
 		checkIngress(t, o, d)
 	}
-	if len(o.jobs) != 1 || len(o.jobs[0].Spec.Template.Spec.Containers) != 1 ||
-		strings.Join(o.jobs[0].Spec.Template.Spec.Containers[0].Args, " ") != "migrate" {
-		t.Errorf("want one migration Job running migrate")
-	}
 	for _, j := range o.jobs {
-		checkSecurity(t, j.Name, j.Spec.Template.Spec)
+		// A Job's template is immutable and its name fixed: the next release's
+		// apply fails while it exists, and its pods run on the old schema.
+		t.Errorf("Job %s: a fixed-name Job cannot be applied again; migrate in an init container", j.Name)
 	}
+	for name, inits := range map[string][]string{"orderflow-api": {"migrate"}, "orderflow-worker": {"migrate", "bootstrap"}} {
+		var got []string
+		for _, c := range o.deployments[name].Spec.Template.Spec.InitContainers {
+			got = append(got, c.Args[0])
+		}
+		if !slices.Equal(got, inits) {
+			t.Errorf("%s: init containers run %v, want %v", name, got, inits)
+		}
+	}
+	worker := o.scaledObjectOf("orderflow-worker")
+	if worker == nil || len(worker.Spec.Triggers) != 1 || worker.Spec.Triggers[0].Type != "temporal" {
+		t.Fatal("orderflow-worker: want a ScaledObject with a temporal trigger (the task queue's backlog)")
+	}
+	md := worker.Spec.Triggers[0].Metadata
+	if md["namespace"] != settings.Data["TEMPORAL_NAMESPACE"] || md["taskQueue"] != settings.Data["TASK_QUEUE"] || md["endpointFromEnv"] != "TEMPORAL_ADDRESS" {
+		t.Errorf("orderflow-worker: the scaler watches %s/%s, the workers serve %s/%s", md["namespace"], md["taskQueue"],
+			settings.Data["TEMPORAL_NAMESPACE"], settings.Data["TASK_QUEUE"])
+	}
+}
+
+func (o objects) scaledObjectOf(deployment string) *scaledObject {
+	for _, so := range o.scaled {
+		if so.Spec.ScaleTargetRef.Kind == "Deployment" && so.Spec.ScaleTargetRef.Name == deployment {
+			return so
+		}
+	}
+	return nil
 }
 
 func duration(t *testing.T, s string) time.Duration {
@@ -154,9 +211,21 @@ func checkPod(t *testing.T, name string, pod corev1.PodSpec, shutdown, drain tim
 	if grace <= shutdown+preStop {
 		t.Errorf("%s: terminationGracePeriodSeconds %s must exceed SHUTDOWN_TIMEOUT %s plus the preStop pause %s", name, grace, shutdown, preStop)
 	}
-	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz", c.StartupProbe: "/healthz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "ops" {
-			t.Errorf("%s: want a %s probe on the ops port", name, path)
+			t.Errorf("%s: want a %s probe on the ops port (liveness, readiness and startup)", name, path)
+			continue
+		}
+		if timeout := time.Duration(max(probe.TimeoutSeconds, 1)) * time.Second; timeout <= telemetry.ReadyBudget {
+			t.Errorf("%s: a %s probe times out after %s, before the handler's %s", name, path, timeout, telemetry.ReadyBudget)
+		}
+	}
+	if r := c.ReadinessProbe; r != nil && r.FailureThreshold < 2 {
+		t.Errorf("%s: readiness failureThreshold %d: one slow answer takes the pod out of rotation", name, r.FailureThreshold)
+	}
+	for _, key := range []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"} {
+		if !slices.ContainsFunc(pod.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool { return c.TopologyKey == key }) {
+			t.Errorf("%s: not spread over %s", name, key)
 		}
 	}
 	secret := map[string]bool{}
@@ -190,7 +259,7 @@ func checkSecurity(t *testing.T, name string, pod corev1.PodSpec) {
 	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser == 0 {
 		t.Errorf("%s: the pod must run as a non-root user", name)
 	}
-	for _, c := range pod.Containers {
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
 		sc := c.SecurityContext
 		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
 			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
@@ -214,17 +283,20 @@ func checkCovered(t *testing.T, o objects, d *appsv1.Deployment) {
 	if !pdb {
 		t.Errorf("%s: no PodDisruptionBudget selects its pods", d.Name)
 	}
-	hpa := false
+	scalers := 0
 	for _, h := range o.hpas {
 		if h.Spec.ScaleTargetRef.Kind == "Deployment" && h.Spec.ScaleTargetRef.Name == d.Name {
-			hpa = true
-			if d.Spec.Replicas != nil && h.Spec.MinReplicas != nil && *h.Spec.MinReplicas != *d.Spec.Replicas {
-				t.Errorf("%s: the HPA's minReplicas %d differs from replicas %d", d.Name, *h.Spec.MinReplicas, *d.Spec.Replicas)
-			}
+			scalers++
 		}
 	}
-	if !hpa {
-		t.Errorf("%s: no HorizontalPodAutoscaler scales it", d.Name)
+	if o.scaledObjectOf(d.Name) != nil {
+		scalers++ // KEDA makes its own HPA
+	}
+	switch {
+	case scalers != 1:
+		t.Errorf("%s: %d autoscalers, want one (an HPA or a ScaledObject)", d.Name, scalers)
+	case d.Spec.Replicas != nil:
+		t.Errorf("%s: replicas %d beside its autoscaler: every apply resets the count", d.Name, *d.Spec.Replicas)
 	}
 }
 
@@ -304,6 +376,25 @@ func TestComposeDrainsLikeTheManifests(t *testing.T) {
 	for _, name := range []string{"api", "worker"} {
 		if g := compose.Services[name].StopGracePeriod; g == "" || duration(t, g) <= budget {
 			t.Errorf("docker-compose %s: stop_grace_period %q, want above %s", name, g, budget)
+		}
+	}
+}
+
+// The production overlay runs pinned releases (never latest, never untagged); the
+// base's images are placeholders no registry serves, so nothing deploys it
+// unpinned.
+func TestImagesArePinned(t *testing.T) {
+	release := regexp.MustCompile(`^ghcr\.io/orderflow/orderflow-(api|worker):v\d+\.\d+\.\d+$`)
+	for dir, ok := range map[string]func(string) bool{
+		"overlays/production": release.MatchString,
+		"base":                func(image string) bool { return image == "orderflow-api" || image == "orderflow-worker" },
+	} {
+		for name, d := range build(t, dir).deployments {
+			for _, c := range slices.Concat(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers) {
+				if !ok(c.Image) {
+					t.Errorf("%s: %s/%s runs image %q", dir, name, c.Name, c.Image)
+				}
+			}
 		}
 	}
 }

@@ -122,7 +122,7 @@ type readyCollector struct {
 func (c readyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.ready; ch <- c.check }
 
 func (c readyCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyBudget)
 	defer cancel()
 	ok, failures := c.r.Status(ctx)
 	ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, b2f(ok))
@@ -162,6 +162,10 @@ func (r *Readiness) Status(ctx context.Context) (ready bool, failures map[string
 	return ready, failures
 }
 
+// ReadyBudget is how long /readyz gives its checks: a readiness probe must wait
+// longer.
+const ReadyBudget = 2 * time.Second
+
 // Mount adds /healthz, /readyz and /metrics to mux.
 func Mount(mux interface {
 	Handle(pattern string, h http.Handler)
@@ -170,7 +174,7 @@ func Mount(mux interface {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
 	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyBudget)
 		defer cancel()
 		ok, failures := ready.Status(ctx)
 		switch {
