@@ -99,7 +99,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	reg.MustRegister(purged)
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
 	go idem.PurgeExpired(ctx, time.Minute, purged, logger)
-	intents := provider.New(c.Payments, traces.Transport(http.DefaultTransport))
+	intents := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
 	var hooks http.Handler
 	if len(c.WebhookSecrets) > 0 {
 		store := webhooks.NewStore(base.Pool)

@@ -121,7 +121,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		Logger:   logger,
 		Temporal: base.Temporal,
 		Activities: worker.NewActivities(base.Pool,
-			provider.New(c.Payments, traces.Transport(http.DefaultTransport)), events, reg, traces),
+			provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg)), events, reg, traces),
 		Consumer: cons,
 		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
 		Registry: reg,
