@@ -19,6 +19,12 @@ import (
 const (
 	QueryStatus  = "status"
 	UpdateCancel = "cancel"
+	// UpdateSettled answers once the order is settled for a client that waits
+	// (PAID, PAYMENT_DECLINED, FAILED, CANCELLED), waits on its customer, or the
+	// run continues as new: the order as it stands then. The API sends it with the
+	// start (Update-with-Start), so the answer comes when the order settles, not
+	// when the workflow ends (a cancel window can keep it running for long after).
+	UpdateSettled = "settled"
 	// SignalIntentChanged wakes an order that waits on its intent (its customer, or
 	// processing) to read it now: a hint with no content the order trusts, sent by
 	// the provider's webhooks. Any number of them, in any order, does what one does.
@@ -292,6 +298,9 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	}); err != nil {
 		return r.res, fmt.Errorf("register update: %w", err)
 	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateSettled, r.settled); err != nil {
+		return r.res, fmt.Errorf("register update: %w", err)
+	}
 
 	err := r.process(ctx)
 	if err == nil {
@@ -515,6 +524,22 @@ func (r *run) cancel(ctx workflow.Context) (OrderResult, error) {
 		return r.res, temporal.NewApplicationError("cancel accepted; the order settles in the workflow's next run", ErrCancelPending)
 	}
 	return r.res, nil
+}
+
+// settled answers UpdateSettled: the order once a waiting client has its answer.
+func (r *run) settled(ctx workflow.Context) (OrderResult, error) {
+	err := workflow.Await(ctx, func() bool { return Answered(r.res.Status) || r.resting || r.done })
+	return r.res, err
+}
+
+// Answered reports the statuses that answer a client waiting for its order: the
+// ends of a payment, and the wait on a customer (whom the client must send on).
+func Answered(s order.Status) bool {
+	switch s {
+	case order.StatusPaid, order.StatusPaymentDeclined, order.StatusFailed, order.StatusCancelled, order.StatusActionRequired:
+		return true
+	}
+	return false
 }
 
 // maxTurns bounds the turns of a run's payment loops, each a new key after an

@@ -283,6 +283,23 @@ func TestPreferWaitAndReplay(t *testing.T) {
 	}
 }
 
+// A shop keeps paid orders cancellable for ten minutes: the workflow runs on after
+// the order is paid, and a client waiting for the order is answered 201 PAID once
+// it is paid, not 202 when its wait runs out.
+func TestPreferWaitAnswersWhenPaidNotWhenTheWorkflowEnds(t *testing.T) {
+	h := newAPI(t, 10*time.Minute)
+	tenant := h.tenants[0]
+	for i := range 3 {
+		began := time.Now()
+		r := h.post(t, tenant, stacktest.Name("k"), body, map[string]string{"Prefer": "wait=10"})
+		took := time.Since(began)
+		if r.status != http.StatusCreated || r.order(t).Status != order.StatusPaid || took > 5*time.Second {
+			t.Fatalf("POST %d with Prefer: wait=10: %d %s after %s, want 201 PAID at once", i, r.status, r.body, took)
+		}
+		t.Logf("POST %d: 201 PAID in %s", i, took.Round(time.Millisecond))
+	}
+}
+
 func TestCancel(t *testing.T) {
 	h := newAPI(t, time.Hour)
 	tenant := h.tenants[0]

@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // Requests is the HTTP ingress's intake: requests with an Idempotency-Key placed
@@ -67,7 +68,17 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 	}
 
 	began := time.Now()
-	run, err := s.workflows.Start(cctx, o)
+	var run Run
+	var settled *workflows.OrderResult
+	if wait > 0 {
+		// The start and the wait in one call; answered when the order settles.
+		if res, err := s.workflows.StartSettled(cctx, o, wait); err == nil {
+			settled = &res
+		}
+	}
+	if settled == nil {
+		run, err = s.workflows.Start(cctx, o)
+	}
 	out.StartTook = time.Since(began)
 	var view orderstore.View
 	if err == nil {
@@ -84,8 +95,16 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 	}
 
 	out.Kind, out.Status = Created, http.StatusAccepted
-	if wait > 0 {
-		if out.Status, view, err = s.await(ctx, cctx, run, o, wait); err != nil {
+	switch {
+	case settled != nil:
+		if final(settled.Status) {
+			out.Status = http.StatusCreated
+		}
+		if view, err = s.orders.Get(cctx, o.Tenant, o.ID); err != nil {
+			return unavailable("order read", err)
+		}
+	case wait > 0:
+		if out.Status, view, err = s.await(ctx, cctx, run, o, wait-time.Since(began)); err != nil {
 			return unavailable("order read", err)
 		}
 	}
@@ -96,6 +115,12 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 		s.logger.WarnContext(ctx, "store idempotent response", "err", err)
 	}
 	return out
+}
+
+// final reports the statuses that answer a waiting client 201: the payment's ends
+// (an order waiting on its customer answers 202 with where to send them).
+func final(s order.Status) bool {
+	return workflows.Answered(s) && s != order.StatusActionRequired
 }
 
 // await waits up to wait (on the client's ctx) for the order's workflow to end and

@@ -7,6 +7,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // Outcome is what a keyed request came to (one set of values for the stores and
@@ -68,6 +69,10 @@ type Workflows interface {
 	Placed(ctx context.Context, workflowID string) (order.Order, error)
 	// Cancel asks the order's workflow to cancel and returns the status it settled in.
 	Cancel(ctx context.Context, workflowID string) (order.Status, error)
+	// StartSettled starts (or finds) the order's workflow and returns the order
+	// once it is settled for a waiting client, within wait; on any error the
+	// caller starts it with Start.
+	StartSettled(ctx context.Context, o order.Order, wait time.Duration) (workflows.OrderResult, error)
 }
 
 // Run is a started workflow; Get waits for its end.

@@ -15,6 +15,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // Hand-written fakes of the service's dependencies: enough behaviour to check the
@@ -161,6 +162,12 @@ func (f *fakeWorkflows) Start(_ context.Context, o order.Order) (Run, error) {
 	}
 	f.started[o.WorkflowID]++
 	return fakeRun{}, nil
+}
+
+// StartSettled is a worker fleet that does not answer the update (an older one):
+// the placement falls back to Start.
+func (f *fakeWorkflows) StartSettled(context.Context, order.Order, time.Duration) (workflows.OrderResult, error) {
+	return workflows.OrderResult{}, errors.New("unknown update settled")
 }
 
 func (f *fakeWorkflows) StartNew(_ context.Context, o order.Order) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -79,13 +80,39 @@ func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
 // start runs OrderWorkflow under the order's workflow ID, never reusing the ID of a
 // closed run.
 func (t *Temporal) start(ctx context.Context, o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) (client.WorkflowRun, error) {
-	return t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return t.c.ExecuteWorkflow(ctx, t.startOptions(o, conflict, errIfStarted), workflows.OrderWorkflow, t.input(o))
+}
+
+func (t *Temporal) startOptions(o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
 		ID:                                       o.WorkflowID,
 		TaskQueue:                                t.taskQueue,
 		WorkflowIDConflictPolicy:                 conflict,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
-	}, workflows.OrderWorkflow, workflows.PlaceOrder{Order: o, Policy: t.policy})
+	}
+}
+
+func (t *Temporal) input(o order.Order) workflows.PlaceOrder {
+	return workflows.PlaceOrder{Order: o, Policy: t.policy}
+}
+
+// StartSettled starts (or finds, running) the order's workflow and waits, up to
+// wait, for it to answer UpdateSettled: one call, Update-with-Start. Any error
+// (the wait ran out, the workflow closed, a worker without the update) leaves
+// the caller to start it the plain way, which is idempotent.
+func (t *Temporal) StartSettled(ctx context.Context, o order.Order, wait time.Duration) (workflows.OrderResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	op := t.c.NewWithStartWorkflowOperation(t.startOptions(o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false),
+		workflows.OrderWorkflow, t.input(o))
+	var res workflows.OrderResult
+	h, err := t.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSettled, WaitForStage: client.WorkflowUpdateStageCompleted}})
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	return res, err
 }
 
 // Cancel sends the cancel update and waits for the order to settle. A workflow that
