@@ -18,6 +18,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/sandbox"
@@ -139,6 +140,22 @@ func TestRealHistoriesReplay(t *testing.T) {
 		}
 		histories[name] = history(t, ctx, h.Temporal, id)
 	}
+
+	// Prefer: wait as the API runs it: the start and the settled update in one
+	// call, answered PAID while a cancel window keeps the workflow running.
+	req, err := intake.DecodeRequest([]byte(`{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":500}],"payment_method":"pm_card_visa"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := h.APIIntake(3*time.Second).Place(ctx, h.tenant, "settled-update", req, 20*time.Second)
+	if placed.Status != http.StatusCreated {
+		t.Fatalf("Prefer: wait placement: %d %s %v", placed.Status, placed.Body, placed.Err)
+	}
+	id = order.WorkflowID(h.tenant, order.FromHTTP, "settled-update")
+	if err := h.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	histories["order_paid_settled_update"] = history(t, ctx, h.Temporal, id)
 
 	// The histories are encrypted with the stack's keys, as the worker wrote them.
 	codec := stackCodec(t)

@@ -47,6 +47,7 @@ func (b *bench) startRawWorker() error {
 	w := worker.New(b.tc, b.rawQueue, worker.Options{MaxConcurrentActivityExecutionSize: 100, MaxConcurrentWorkflowTaskExecutionSize: 50})
 	w.RegisterWorkflowWithOptions(rawOne, workflow.RegisterOptions{Name: "bench.RawOne"})
 	w.RegisterWorkflowWithOptions(rawShape, workflow.RegisterOptions{Name: "bench.RawShape"})
+	w.RegisterWorkflowWithOptions(rawShapeSettled, workflow.RegisterOptions{Name: "bench.RawShapeSettled"})
 	w.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: "bench.noop"})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("baseline worker: %w", err)

@@ -102,6 +102,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		{"6", b.baselineOneActivity, false}, {"6", b.baselineOrderShape, false},
 		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }, false},
 		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }, false},
+		{"8", b.restPost, false}, {"8", b.restWait, false}, {"8", b.restReplay, false}, {"8", b.restEvent, false},
+		{"8", b.restRawUpdateWithStart, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
@@ -128,6 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ratio(rep.Results, "5. Kafka ingress", "1. baseline start")
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
+	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
 	rep.Resources = b.resources()
 
 	printTable(stdout, rep)

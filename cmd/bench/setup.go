@@ -53,7 +53,8 @@ type bench struct {
 
 	rawQueue  string // the baselines' task queue and worker (in this process)
 	rawWorker worker.Worker
-	started   int // orders started so far, all of which must end PAID
+	started   int    // orders started so far, all of which must end PAID
+	consuming string // the requests topic of the running worker
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
@@ -135,7 +136,7 @@ func (b *bench) startWorker(requestsTopic string) error {
 	if err != nil {
 		return err
 	}
-	b.ops = ops
+	b.ops, b.consuming = ops, requestsTopic
 	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops}, "http://"+ops+"/readyz")
 }
 
