@@ -30,8 +30,6 @@ import (
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
@@ -52,14 +50,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		{Summary: "serve the API until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serve(ctx, getenv, stdout)
 		}},
-		{Name: "migrate", Summary: "apply the database migrations and exit (DATABASE_URL)", Run: func(ctx context.Context, _ *flag.FlagSet) error {
-			e := config.New(getenv)
-			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
-			if err := e.Err(); err != nil {
-				return fmt.Errorf("configuration: %w", err)
-			}
-			return database.MigrateURL(ctx, url, logger)
-		}},
+		platform.MigrateCommand(getenv, stdout),
 		{Name: "keys create", Args: "--tenant NAME", Summary: "print a new API key for the tenant, shown once (DATABASE_URL)", Flags: tenantFlag,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
 				return keys(ctx, getenv, "create", *tenant, fs.Args(), stdout)

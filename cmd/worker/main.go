@@ -23,8 +23,6 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/codecauth"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
@@ -48,14 +46,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serve(ctx, getenv, stdout)
 		}},
-		{Name: "migrate", Summary: "apply the database migrations and exit (DATABASE_URL)", Run: func(ctx context.Context, _ *flag.FlagSet) error {
-			e := config.New(getenv)
-			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
-			if err := e.Err(); err != nil {
-				return fmt.Errorf("configuration: %w", err)
-			}
-			return database.MigrateURL(ctx, url, logger)
-		}},
+		platform.MigrateCommand(getenv, stdout),
 		{Name: "bootstrap", Args: "[--partitions N] [--replication-factor N] [--retention D]",
 			Summary: "create the Temporal namespace and the Kafka topics, leaving what exists alone (TEMPORAL_*, KAFKA_*, the topics' names)",
 			Flags: func(fs *flag.FlagSet) {

@@ -4,6 +4,9 @@ package platform
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
@@ -69,4 +73,18 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 func (b *Base) Close() {
 	b.Temporal.Close()
 	b.Pool.Close()
+}
+
+// MigrateCommand is the binaries' `migrate`: it applies the database migrations
+// and reads DATABASE_URL and LOG_LEVEL, nothing else.
+func MigrateCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	return cli.Command{Name: "migrate", Summary: "apply the database migrations and exit (DATABASE_URL)",
+		Run: func(ctx context.Context, _ *flag.FlagSet) error {
+			e := config.New(getenv)
+			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
+			if err := e.Err(); err != nil {
+				return fmt.Errorf("configuration: %w", err)
+			}
+			return database.MigrateURL(ctx, url, logger)
+		}}
 }

@@ -435,14 +435,23 @@ func (s *Server) getFaults(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
 	var f Faults
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "faults: "+err.Error())
+	if !decodeControl(w, r, "faults", &f) {
 		return
 	}
 	s.SetFaults(f)
 	writeJSON(w, http.StatusOK, f)
+}
+
+// decodeControl reads the JSON body of a control endpoint (4 KiB at most, no
+// unknown fields) into v, or answers 400.
+func decodeControl(w http.ResponseWriter, r *http.Request, what string, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", what+": "+err.Error())
+		return false
+	}
+	return true
 }
 
 // nonNil makes an empty list encode as [], as Stripe's do.

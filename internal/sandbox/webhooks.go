@@ -179,10 +179,7 @@ func (s *Server) getWebhooks(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) putWebhooks(w http.ResponseWriter, r *http.Request) {
 	var wh Webhooks
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&wh); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "webhooks: "+err.Error())
+	if !decodeControl(w, r, "webhooks", &wh) {
 		return
 	}
 	if wh.Duplicates < 0 || wh.Duplicates > 100 || wh.DelayMS < 0 || wh.RetryMS < 0 {
