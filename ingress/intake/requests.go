@@ -71,8 +71,10 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 	var run Run
 	var settled *workflows.OrderResult
 	if wait > 0 {
-		// The start and the wait in one call; answered when the order settles.
-		if res, err := s.workflows.StartSettled(cctx, o, wait); err == nil {
+		// The start and the wait in one call; answered when the order settles. On
+		// the client's context, which a drain cuts short: whatever became of it,
+		// the plain start below (idempotent) is what the answer rests on.
+		if res, err := s.workflows.StartSettled(ctx, o, wait); err == nil {
 			settled = &res
 		}
 	}
