@@ -49,7 +49,9 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 	out := a.Intake.Place(ctx, tenantOf(ctx), key, req, wait)
 	switch out.Kind {
 	case intake.Created:
-		a.m.startDuration.Observe(out.StartTook.Seconds())
+		if out.StartTook > 0 {
+			a.m.startDuration.Observe(out.StartTook.Seconds())
+		}
 		w.Header().Set("Location", "/v1/orders/"+out.OrderID)
 		writeJSON(w, out.Status, out.Body)
 	case intake.Replayed:

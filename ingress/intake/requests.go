@@ -79,9 +79,10 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 		}
 	}
 	if settled == nil {
+		started := time.Now()
 		run, err = s.workflows.Start(cctx, o)
+		out.StartTook = time.Since(started)
 	}
-	out.StartTook = time.Since(began)
 	var view orderstore.View
 	if err == nil {
 		// The read model has the order before the client hears of it.

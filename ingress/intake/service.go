@@ -32,7 +32,7 @@ type Result struct {
 	Status     int
 	Body       []byte
 	RetryAfter time.Duration
-	StartTook  time.Duration // the workflow start's latency, when Created
+	StartTook  time.Duration // the plain workflow start's latency, when Created (0 when the start waited: Update-with-Start)
 	Err        error
 }
 
