@@ -31,7 +31,8 @@ type fakes struct {
 	chargeKeys  []string
 	attempts    []int32
 	refunds     []activities.RefundInput
-	status      order.Status // the read model's, as the store would keep it
+	status      order.Status          // the read model's, as the store would keep it
+	onMove      func(to order.Status) // called on each applied transition (nil: nothing)
 }
 
 func (f *fakes) eventTypes() []string {
@@ -95,6 +96,9 @@ func (e *env) execute(in PlaceOrder) {
 			}
 			f.status = tr.To
 			f.transitions = append(f.transitions, tr)
+			if f.onMove != nil {
+				f.onMove(tr.To)
+			}
 			return nil
 		}).Maybe()
 	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(
