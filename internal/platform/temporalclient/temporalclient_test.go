@@ -1,11 +1,13 @@
 package temporalclient_test
 
 import (
+	"log/slog"
 	"path/filepath"
 	"testing"
 
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/testkit"
+	"go.temporal.io/sdk/client"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -50,5 +52,18 @@ func TestLoadConnection(t *testing.T) {
 	mtls["TEMPORAL_TLS_CLIENT_KEY_PATH"] = filepath.Join(t.TempDir(), "missing.key")
 	if _, err := temporalclient.LoadConnection(lookup(mtls)); err == nil {
 		t.Fatal("a missing client key was accepted")
+	}
+}
+
+// Requests go uncompressed: their payloads are sealed already, and TLS and the
+// connection settings are kept.
+func TestOptionsSendRequestsUncompressed(t *testing.T) {
+	conn, err := temporalclient.LoadConnection(lookup(map[string]string{"TEMPORAL_ADDRESS": "temporal.internal:7233"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := temporalclient.Settings{Connection: conn, Logger: slog.New(slog.DiscardHandler)}.Options()
+	if _, ok := o.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone); !ok || o.HostPort != "temporal.internal:7233" {
+		t.Fatalf("compression %T, address %q; want none, temporal.internal:7233", o.ConnectionOptions.GrpcCompression, o.HostPort)
 	}
 }
