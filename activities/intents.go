@@ -112,6 +112,57 @@ func (a *Payments) ConfirmIntent(ctx context.Context, in ConfirmInput) (IntentSt
 	return a.record(ctx, in.Key, pi)
 }
 
+// PayInput asks for the order's intent, created with Key, then confirmed with
+// ConfirmKey.
+type PayInput struct {
+	IntentInput
+	ConfirmKey string
+}
+
+// PayResult is the order's intent once confirmed.
+type PayResult struct {
+	IntentID string
+	State    IntentState
+}
+
+// PaidWith is the detail of a PayIntent error raised by the confirm: the intent it
+// confirmed, which the workflow reads back or confirms again. An error without it
+// came from the creation, and no intent of the key is recorded.
+type PaidWith struct {
+	IntentID string
+}
+
+// PayIntent is CreateIntent then ConfirmIntent in one activity: the intent is in
+// the ledger before anything confirms it, as with two, and the order's payment
+// costs one activity task instead of two. Every attempt sends both keys again, and
+// each is answered as before: the creation by the provider's replay (or the
+// ledger), the confirm by its own. A confirm's key in use is answered by reading
+// the intent, so it is not retried here; refused credentials are, either step.
+func (a *Payments) PayIntent(ctx context.Context, in PayInput) (PayResult, error) {
+	return Pay(ctx, in, a.CreateIntent, a.ConfirmIntent)
+}
+
+// Pay is PayIntent on any creation and confirm (tests give theirs).
+func Pay(ctx context.Context, in PayInput,
+	create func(context.Context, IntentInput) (IntentResult, error),
+	confirm func(context.Context, ConfirmInput) (IntentState, error),
+) (PayResult, error) {
+	created, err := create(ctx, in.IntentInput)
+	if err != nil {
+		return PayResult{}, err
+	}
+	step := in.Step
+	step.Key = in.ConfirmKey
+	st, err := confirm(ctx, ConfirmInput{Step: step, IntentID: created.IntentID})
+	if appErr := (*temporal.ApplicationError)(nil); errors.As(err, &appErr) {
+		// The same error, with the intent for the workflow to act on.
+		err = temporal.NewApplicationErrorWithOptions(appErr.Message(), appErr.Type(), temporal.ApplicationErrorOptions{
+			NonRetryable: appErr.Type() != ErrProviderUnauthorized, Details: []any{PaidWith{IntentID: created.IntentID}},
+		})
+	}
+	return PayResult{IntentID: created.IntentID, State: st}, err
+}
+
 // RetrieveInput asks what became of the intent that Key confirmed (or tried to).
 type RetrieveInput struct {
 	OrderID  string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/provider"
+	"go.temporal.io/sdk/temporal"
 )
 
 func TestClassifyProviderErrors(t *testing.T) {
@@ -58,5 +59,42 @@ func TestPaymentInputsKeepTheirWireShape(t *testing.T) {
 	}
 	if in.OrderID != "ord_1" || in.ChargeID != "ch_1" || in.Amount != 1299 || in.WorkflowID != "order:acme:k" {
 		t.Errorf("refund input from an earlier worker = %+v", in)
+	}
+}
+
+// Pay sends the confirm's key with the intent the creation made; a confirm's error
+// keeps its type and carries the intent, final unless it is refused credentials; a
+// creation's error is passed on as it is, with no intent.
+func TestPayComposesCreationAndConfirm(t *testing.T) {
+	in := PayInput{IntentInput: IntentInput{Step: Step{OrderID: "o1", Key: "k-intent"}}, ConfirmKey: "k-confirm"}
+	created := func(context.Context, IntentInput) (IntentResult, error) {
+		return IntentResult{Key: "k-intent", IntentID: "pi_1"}, nil
+	}
+	var sent ConfirmInput
+	confirmErr := func(err error) func(context.Context, ConfirmInput) (IntentState, error) {
+		return func(_ context.Context, c ConfirmInput) (IntentState, error) { sent = c; return IntentState{}, err }
+	}
+	for _, c := range []struct {
+		typ       string
+		retryable bool
+	}{{ErrPaymentInFlight, false}, {ErrPaymentUnknown, false}, {ErrCardDeclined, false}, {ErrProviderUnauthorized, true}} {
+		res, err := Pay(context.Background(), in, created, confirmErr(temporal.NewApplicationError("m", c.typ)))
+		var appErr *temporal.ApplicationError
+		var with PaidWith
+		if !errors.As(err, &appErr) || appErr.Type() != c.typ || appErr.NonRetryable() == c.retryable ||
+			appErr.Details(&with) != nil || with.IntentID != "pi_1" || res.IntentID != "pi_1" {
+			t.Fatalf("%s: error %v (%+v), result %+v; want the type, retryable=%v, with pi_1", c.typ, err, with, res, c.retryable)
+		}
+		if sent.Key != "k-confirm" || sent.IntentID != "pi_1" || sent.OrderID != "o1" {
+			t.Fatalf("confirm sent %+v", sent)
+		}
+	}
+	refused := temporal.NewNonRetryableApplicationError("bad amount", ErrPaymentRejected, nil)
+	sent = ConfirmInput{}
+	res, err := Pay(context.Background(), in, func(context.Context, IntentInput) (IntentResult, error) { return IntentResult{}, refused },
+		confirmErr(nil))
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.HasDetails() || res.IntentID != "" || sent.Key != "" {
+		t.Fatalf("creation refused: %v, %+v; want the error without an intent", err, res)
 	}
 }

@@ -183,16 +183,15 @@ func TestCredentialsRefusedForAWeekKeepTheHistoryBounded(t *testing.T) {
 	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	var rec *intents
 	e, runs := outage(t, start, placeOrder(), func(e *env) {
-		e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
-				e.f.mu.Lock()
-				defer e.f.mu.Unlock()
-				rec.creates = append(rec.creates, in.Key)
-				if e.Now().Sub(start) < week {
-					return activities.IntentResult{}, temporal.NewApplicationError("invalid API key", activities.ErrProviderUnauthorized)
-				}
-				return activities.IntentResult{Key: in.Key, IntentID: "pi_1"}, nil
-			})
+		e.onCreate(func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
+			e.f.mu.Lock()
+			defer e.f.mu.Unlock()
+			rec.creates = append(rec.creates, in.Key)
+			if e.Now().Sub(start) < week {
+				return activities.IntentResult{}, temporal.NewApplicationError("invalid API key", activities.ErrProviderUnauthorized)
+			}
+			return activities.IntentResult{Key: in.Key, IntentID: "pi_1"}, nil
+		})
 		rec = e.onIntents(nil, []answer{succeeded()}, nil)
 	})
 	if res := e.result(t); res.Status != order.StatusPaid || !equal(rec.confirms, keys("confirm", 0)) {
@@ -218,16 +217,15 @@ func TestSaved5xxForAWeekContinuesAsNew(t *testing.T) {
 	var creates []string
 	var all []*intents
 	e, runs := outage(t, start, placeOrder(), func(e *env) {
-		e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
-				e.f.mu.Lock()
-				defer e.f.mu.Unlock()
-				creates = append(creates, in.Key)
-				if e.Now().Sub(start) < week {
-					return activities.IntentResult{}, typed(activities.ErrPaymentUnknown)
-				}
-				return activities.IntentResult{Key: in.Key, IntentID: "pi_1"}, nil
-			})
+		e.onCreate(func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
+			e.f.mu.Lock()
+			defer e.f.mu.Unlock()
+			creates = append(creates, in.Key)
+			if e.Now().Sub(start) < week {
+				return activities.IntentResult{}, typed(activities.ErrPaymentUnknown)
+			}
+			return activities.IntentResult{Key: in.Key, IntentID: "pi_1"}, nil
+		})
 		all = append(all, e.onIntents(nil, []answer{succeeded()}, nil))
 	})
 	if res := e.result(t); res.Status != order.StatusPaid {

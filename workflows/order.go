@@ -109,6 +109,12 @@ const (
 	// changeCustomerAction protects runs that wait on an intent's customer like on a
 	// processing intent: no PAYMENT_ACTION_REQUIRED, no timeout, no webhook wake-up.
 	changeCustomerAction = "customer-action"
+	// changePayInOneCall protects runs that create and confirm their intent in two
+	// activities. Runs since it ask no other change, since every earlier one is in
+	// them: each change a new run asks costs a marker and an upsert of the
+	// TemporalChangeVersion search attribute, and the six before it cost twelve
+	// events and six visibility writes per order.
+	changePayInOneCall = "pay-in-one-call"
 )
 
 // noDeadline is a timeout no outage reaches (Temporal has no "never").
@@ -138,6 +144,7 @@ type steps struct {
 	pay          workflow.Context // the Charges API's calls, and refunds
 	intent       workflow.Context // creating and refunding the order's PaymentIntent
 	confirm      workflow.Context // confirming it
+	payIntent    workflow.Context // creating and confirming it in one activity
 	poll         workflow.Context // reading it until it settles; nil before changeBoundedHistory
 	lookup       workflow.Context
 	publishRetry workflow.Context // the regular publish
@@ -198,6 +205,11 @@ func currentSteps(ctx workflow.Context) steps {
 		intent: intent(final...),
 		// A confirm whose key is in use is answered by reading the intent.
 		confirm: intent(slices.Concat(final, []string{activities.ErrPaymentInFlight})...),
+		// Two provider calls; the activity itself makes a confirm's key in use final.
+		payIntent: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 4 * time.Minute, HeartbeatTimeout: 5 * time.Second,
+			RetryPolicy: retryForever(30*time.Second, final...),
+		}),
 		poll: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Second,
 			RetryPolicy: &temporal.RetryPolicy{InitialInterval: sameKeyRetry, BackoffCoefficient: 2,
@@ -220,31 +232,37 @@ func currentSteps(ctx workflow.Context) steps {
 	}
 }
 
-// stepsFor asks the versioned changes, oldest first, and returns the path the run
-// takes: the current one, or the legacy one of the first change it predates.
+// stepsFor asks the versioned changes and returns the path the run takes: the
+// current one, or the legacy one of the first change it predates. A run since
+// changePayInOneCall is current; an older one asks the earlier changes, oldest
+// first, as it did when it was recorded (asked during a replay, a change with no
+// marker answers DefaultVersion and adds no command).
 func stepsFor(ctx workflow.Context) (steps, legacy) {
+	if workflow.GetVersion(ctx, changePayInOneCall, workflow.DefaultVersion, 1) == 1 {
+		return currentSteps(ctx), legacy{}
+	}
 	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
+		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
 	}
 	s := currentSteps(ctx)
 	old := stepsBeforeBoundedHistory(ctx, s)
 	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
+		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
 	}
 	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		old.publishLocal = nil
-		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
 	}
 	if workflow.GetVersion(ctx, changeIntents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true}
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
 	}
 	if workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return old, legacy{beforeBoundedHistory: true, beforeCustomerAction: true}
+		return old, legacy{beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
 	}
 	if workflow.GetVersion(ctx, changeCustomerAction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return s, legacy{beforeCustomerAction: true}
+		return s, legacy{beforeCustomerAction: true, beforeOneCall: true}
 	}
-	return s, legacy{}
+	return s, legacy{beforeOneCall: true}
 }
 
 // storeStep runs a Postgres step of the order: locally, then, if Postgres is still

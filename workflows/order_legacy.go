@@ -32,6 +32,8 @@ type legacy struct {
 	// backoff without end, like a processing one; no webhook wakes it, no timeout
 	// cancels it, and the order shows PAYMENT_PENDING meanwhile.
 	beforeCustomerAction bool
+	// beforeOneCall: the intent is created and confirmed by two activities.
+	beforeOneCall bool
 }
 
 // stepsBeforeBoundedHistory are the options of runs started before

@@ -51,6 +51,30 @@ type env struct {
 	orders   *activities.Orders
 	payments *activities.Payments
 	events   *activities.Events
+	// The fakes of the intent's creation and confirm, which PayIntent composes as
+	// the activity does; the first one set is used.
+	create  func(context.Context, activities.IntentInput) (activities.IntentResult, error)
+	confirm func(context.Context, activities.ConfirmInput) (activities.IntentState, error)
+}
+
+// onCreate and onConfirm fake the intent's creation and confirm, in one activity
+// (PayIntent) or two; a fake set before takes precedence.
+func (e *env) onCreate(fn func(context.Context, activities.IntentInput) (activities.IntentResult, error)) {
+	if e.create == nil {
+		e.create = fn
+		e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(fn).Maybe()
+		e.OnActivity(e.payments.PayIntent, mock.Anything, mock.Anything).Return(
+			func(ctx context.Context, in activities.PayInput) (activities.PayResult, error) {
+				return activities.Pay(ctx, in, e.create, e.confirm)
+			}).Maybe()
+	}
+}
+
+func (e *env) onConfirm(fn func(context.Context, activities.ConfirmInput) (activities.IntentState, error)) {
+	if e.confirm == nil {
+		e.confirm = fn
+		e.OnActivity(e.payments.ConfirmIntent, mock.Anything, mock.Anything).Return(fn).Maybe()
+	}
 }
 
 func newEnv(t *testing.T) *env {
@@ -76,6 +100,7 @@ func newEnv(t *testing.T) *env {
 // changeIntents: the Charges API, reconciled by search.
 func newChargesEnv(t *testing.T) *env {
 	e := newEnv(t)
+	e.OnGetVersion(changePayInOneCall, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	e.OnGetVersion(changeIntents, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	return e
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -39,13 +40,55 @@ const maxRefundRefusals = 3
 func (r *run) payByIntent(ctx workflow.Context) (bool, error) {
 	if r.res.IntentID == "" { // a resumed run may have it
 		r.res.Status = order.StatusPaymentPending
+		if !r.beforeOneCall {
+			return r.payInOneCall(ctx)
+		}
 		intentID, err := r.createIntent(ctx)
 		if intentID == "" {
 			return false, err
 		}
 		r.res.IntentID = intentID
 	}
-	return r.confirmIntent(ctx)
+	return r.confirmIntent(ctx, nil)
+}
+
+// payInOneCall creates and confirms the order's intent in one activity
+// (PayIntent), then acts on the confirm as confirmIntent does. A creation that
+// fails is handled as createIntent handles it, and the next generation's key is
+// tried in another call.
+func (r *run) payInOneCall(ctx workflow.Context) (bool, error) {
+	for {
+		var res activities.PayResult
+		err := workflow.ExecuteActivity(r.payIntent, r.payments.PayIntent, activities.PayInput{
+			IntentInput: r.intentInput(), ConfirmKey: order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm),
+		}).Get(ctx, &res)
+		if res.IntentID == "" {
+			res.IntentID = paidWith(err)
+		}
+		if res.IntentID != "" {
+			r.res.IntentID = res.IntentID
+			return r.confirmIntent(ctx, &confirmed{state: res.State, err: err})
+		}
+		if again, err := r.createFailed(ctx, err); !again {
+			return false, err
+		}
+	}
+}
+
+// paidWith is the intent a PayIntent error came from its confirm with; "" when it
+// came from the creation.
+func paidWith(err error) string {
+	var appErr *temporal.ApplicationError
+	var with activities.PaidWith
+	if errors.As(err, &appErr) && appErr.HasDetails() && appErr.Details(&with) == nil {
+		return with.IntentID
+	}
+	return ""
+}
+
+func (r *run) intentInput() activities.IntentInput {
+	key := order.PaymentKey(r.in.Order.WorkflowID, "intent", r.gens.Create)
+	return activities.IntentInput{Step: r.step(key), Tenant: r.in.Order.Tenant, PaymentMethod: r.in.Order.PaymentMethod}
 }
 
 // createIntent creates the order's intent with the key of generation 0. Only when
@@ -56,37 +99,40 @@ func (r *run) payByIntent(ctx workflow.Context) (bool, error) {
 // before changeBoundedHistory).
 func (r *run) createIntent(ctx workflow.Context) (string, error) {
 	for {
-		key := order.PaymentKey(r.in.Order.WorkflowID, "intent", r.gens.Create)
 		var res activities.IntentResult
-		err := workflow.ExecuteActivity(r.intent, r.payments.CreateIntent, activities.IntentInput{
-			Step: r.step(key), Tenant: r.in.Order.Tenant, PaymentMethod: r.in.Order.PaymentMethod,
-		}).Get(ctx, &res)
-		switch errorType(err) {
-		case "":
+		err := workflow.ExecuteActivity(r.intent, r.payments.CreateIntent, r.intentInput()).Get(ctx, &res)
+		if err == nil {
 			return res.IntentID, nil
-		case activities.ErrPaymentRejected, activities.ErrCardDeclined:
-			return "", r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment refused: "+rootMessage(err))
-		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
-			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
-				return "", err
-			}
-			continue
-		case activities.ErrPaymentUnknown:
-		default:
-			return "", err
 		}
-		r.orphans = true
-		if r.cancelRequested {
-			return "", r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
-		}
-		if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Create)); err != nil {
-			return "", err
-		}
-		r.gens.Create++
-		if err := r.turn(ctx); err != nil {
+		if again, err := r.createFailed(ctx, err); !again {
 			return "", err
 		}
 	}
+}
+
+// createFailed acts on a creation's error: true to try again, with the same key
+// or the next generation's; false when the order has ended or the error stands.
+func (r *run) createFailed(ctx workflow.Context, err error) (bool, error) {
+	switch errorType(err) {
+	case activities.ErrPaymentRejected, activities.ErrCardDeclined:
+		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment refused: "+rootMessage(err))
+	case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+		err := workflow.Sleep(ctx, sameKeyRetry)
+		return err == nil, err
+	case activities.ErrPaymentUnknown:
+	default:
+		return false, err
+	}
+	r.orphans = true
+	if r.cancelRequested {
+		return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+	}
+	if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Create)); err != nil {
+		return false, err
+	}
+	r.gens.Create++
+	err = r.turn(ctx) // continuing as new is an error too
+	return err == nil, err
 }
 
 // confirmIntent confirms the order's intent with the key of generation 0 and acts
@@ -94,14 +140,20 @@ func (r *run) createIntent(ctx workflow.Context) (string, error) {
 // processing (or waiting on its customer), read again until it is not; never
 // confirmed (its confirm's answer lost before it ran), confirmed again with the
 // next generation's key, which cannot charge twice either.
-func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
+// first, when set, is the answer of the confirm PayIntent already sent.
+func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error) {
 	for {
 		r.res.Status = order.StatusPaymentPending
 		key := order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm)
 		var st activities.IntentState
-		err := workflow.ExecuteActivity(r.confirm, r.payments.ConfirmIntent, activities.ConfirmInput{
-			Step: r.step(key), IntentID: r.res.IntentID,
-		}).Get(ctx, &st)
+		var err error
+		if first != nil {
+			st, err, first = first.state, first.err, nil
+		} else {
+			err = workflow.ExecuteActivity(r.confirm, r.payments.ConfirmIntent, activities.ConfirmInput{
+				Step: r.step(key), IntentID: r.res.IntentID,
+			}).Get(ctx, &st)
+		}
 		switch kind := errorType(err); kind {
 		case "":
 		case activities.ErrCardDeclined:
@@ -156,6 +208,12 @@ func (r *run) confirmIntent(ctx workflow.Context) (bool, error) {
 		}
 		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment intent "+st.Status)
 	}
+}
+
+// confirmed is the answer of a confirm.
+type confirmed struct {
+	state activities.IntentState
+	err   error
 }
 
 // awaitIntent reads the intent while it is processing or waits on its customer,

@@ -3,11 +3,15 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
@@ -41,29 +45,27 @@ func state(status string) activities.IntentState {
 func (e *env) onIntents(creates []error, confirms []answer, retrieves []activities.IntentState, refundErrs ...error) *intents {
 	f, rec := e.f, &intents{}
 	nth := func(n, of int) int { return min(n, of) - 1 }
-	e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			rec.creates = append(rec.creates, in.Key)
-			if len(creates) > 0 {
-				if err := creates[nth(len(rec.creates), len(creates))]; err != nil {
-					return activities.IntentResult{}, err
-				}
+	e.onCreate(func(_ context.Context, in activities.IntentInput) (activities.IntentResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		rec.creates = append(rec.creates, in.Key)
+		if len(creates) > 0 {
+			if err := creates[nth(len(rec.creates), len(creates))]; err != nil {
+				return activities.IntentResult{}, err
 			}
-			return activities.IntentResult{Key: in.Key, IntentID: "pi_1"}, nil
-		}).Maybe()
-	e.OnActivity(e.payments.ConfirmIntent, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ConfirmInput) (activities.IntentState, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			rec.confirms = append(rec.confirms, in.Key)
-			if order.CanMove(f.status, order.StatusPaymentPending) {
-				f.status = order.StatusPaymentPending
-			}
-			a := confirms[nth(len(rec.confirms), len(confirms))]
-			return a.st, a.err
-		}).Maybe()
+		}
+		return activities.IntentResult{Key: in.Key, IntentID: "pi_1"}, nil
+	})
+	e.onConfirm(func(_ context.Context, in activities.ConfirmInput) (activities.IntentState, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		rec.confirms = append(rec.confirms, in.Key)
+		if order.CanMove(f.status, order.StatusPaymentPending) {
+			f.status = order.StatusPaymentPending
+		}
+		a := confirms[nth(len(rec.confirms), len(confirms))]
+		return a.st, a.err
+	})
 	e.OnActivity(e.payments.RetrieveIntent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RetrieveInput) (activities.IntentState, error) {
 			f.mu.Lock()
@@ -124,6 +126,29 @@ func TestIntentPaidOnce(t *testing.T) {
 	}
 	if last := e.f.transitions[len(e.f.transitions)-1]; last.To != order.StatusPaid || last.PaymentRef != "pi_1" {
 		t.Fatalf("last transition = %+v, want PAID with the intent as its reference", last)
+	}
+}
+
+// A run since changePayInOneCall creates and confirms its intent in one activity
+// task; an older one, in two.
+func TestIntentPaidInOneActivity(t *testing.T) {
+	for _, c := range []struct {
+		version workflow.Version
+		want    []string
+	}{{1, []string{"PayIntent"}}, {workflow.DefaultVersion, []string{"CreateIntent", "ConfirmIntent"}}} {
+		e := newEnv(t)
+		e.OnGetVersion(changePayInOneCall, workflow.DefaultVersion, 1).Return(c.version)
+		rec := e.onIntents(nil, []answer{succeeded()}, nil)
+		var started []string
+		e.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+			started = append(started, info.ActivityType.Name)
+		})
+		e.execute(placeOrder())
+		if res := e.result(t); res.Status != order.StatusPaid || !slices.Equal(started, c.want) ||
+			!equal(rec.creates, keys("intent", 0)) || !equal(rec.confirms, keys("confirm", 0)) {
+			t.Fatalf("version %d: %+v after activities %v (creates %v, confirms %v); want PAID after %v",
+				c.version, res, started, rec.creates, rec.confirms, c.want)
+		}
 	}
 }
 
