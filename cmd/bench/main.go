@@ -96,21 +96,39 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		id     string
 		run    func(context.Context) (Result, error)
 		starts bool // starts n orders that the worker then runs
+		// quiet: measured with no order worker running, so a start's CPU is the
+		// start's alone, not also that of running the orders started before it;
+		// they wait in the task queue until the next step starts the worker.
+		quiet bool
 	}{
-		{"1", b.baselineStart, true}, {"2", b.httpStart, true}, {"3", b.httpReplay, false}, {"4", b.consumeCommitEach, false},
-		{"4", b.consumeCommitBatched, false}, {"5", b.kafkaIngress, true}, {"6", b.endToEnd, true},
-		{"6", b.baselineOneActivity, false}, {"6", b.baselineOrderShape, false},
-		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }, false},
-		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }, false},
-		{"8", b.restPost, false}, {"8", b.restWait, false}, {"8", b.restReplay, false}, {"8", b.restEvent, false},
-		{"8", b.restRawUpdateWithStart, false},
+		{"1", b.baselineStart, true, true}, {"2", b.httpStart, true, true}, {"3", b.httpReplay, false, true},
+		{"4", b.consumeCommitEach, false, false}, {"4", b.consumeCommitBatched, false, false},
+		{"5", b.kafkaIngress, true, false}, {"6", b.endToEnd, true, false},
+		{"6", b.baselineOneActivity, false, false}, {"6", b.baselineOrderShape, false, false},
+		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }, false, false},
+		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }, false, false},
+		{"8", b.restPost, false, false}, {"8", b.restWait, false, false}, {"8", b.restReplay, false, false},
+		{"8", b.restEvent, false, false}, {"8", b.restRawUpdateWithStart, false, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
 			continue
 		}
-		if err := b.settle(ctx); err != nil {
-			return err
+		switch {
+		case step.quiet && b.workerRuns():
+			if err := b.settle(ctx); err != nil {
+				return err
+			}
+			b.stopWorker()
+		case !step.quiet && !b.workerRuns():
+			if err := b.startWorker(b.consuming); err != nil {
+				return err
+			}
+		}
+		if !step.quiet {
+			if err := b.settle(ctx); err != nil {
+				return err
+			}
 		}
 		before := machineCPU()
 		r, err := step.run(ctx)

@@ -143,6 +143,12 @@ func (b *bench) startWorker(requestsTopic string) error {
 // replaceWorker stops the running worker and starts another that consumes
 // requestsTopic: the fleet stays one worker, as in the baseline.
 func (b *bench) replaceWorker(requestsTopic string) error {
+	b.stopWorker()
+	return b.startWorker(requestsTopic)
+}
+
+// stopWorker stops the order worker, if one runs (its drain included).
+func (b *bench) stopWorker() {
 	i := slices.IndexFunc(b.procs, func(p *testkit.Proc) bool { return strings.HasPrefix(p.Name, "worker-") })
 	if i >= 0 {
 		p := b.procs[i]
@@ -150,7 +156,11 @@ func (b *bench) replaceWorker(requestsTopic string) error {
 		p.Stop(30 * time.Second)
 		b.procs = slices.Delete(b.procs, i, i+1)
 	}
-	return b.startWorker(requestsTopic)
+}
+
+// workerRuns says whether an order worker runs.
+func (b *bench) workerRuns() bool {
+	return slices.ContainsFunc(b.procs, func(p *testkit.Proc) bool { return strings.HasPrefix(p.Name, "worker-") })
 }
 
 // start runs one of the binaries with the run's environment plus extra, and waits
