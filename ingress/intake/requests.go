@@ -84,8 +84,9 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 		out.StartTook = time.Since(started)
 	}
 	var view orderstore.View
-	if err == nil {
-		// The read model has the order before the client hears of it.
+	if err == nil && settled == nil {
+		// The read model has the order before the client hears of it. (A settled
+		// workflow has recorded it: its first step.)
 		view, err = s.orders.Record(cctx, o)
 	}
 	if err != nil {

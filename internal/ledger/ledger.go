@@ -64,29 +64,51 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // succeeded: what must hold before the provider is asked is written together with
 // the row.
 func (s *Store) Open(ctx context.Context, p Payment, with func(pgx.Tx) error) (Entry, error) {
+	if with == nil {
+		return open(ctx, s.pool, p) // one statement: no transaction to hold
+	}
 	var e Entry
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, intent_id)
-			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))
-			ON CONFLICT (idempotency_key) DO NOTHING`, p.Key, p.OrderID, p.Kind, p.Amount, p.Currency, Pending, p.IntentID); err != nil {
-			return fmt.Errorf("record %s %s: %w", p.Kind, p.Key, err)
-		}
-		if err := tx.QueryRow(ctx, `SELECT status, COALESCE(provider_id, ''), amount FROM payments WHERE idempotency_key = $1`, p.Key).
-			Scan(&e.Status, &e.ProviderID, &e.Amount); err != nil {
-			return fmt.Errorf("read %s %s: %w", p.Kind, p.Key, err)
-		}
-		if e.Status == Succeeded || with == nil {
-			return nil
+		var err error
+		if e, err = open(ctx, tx, p); err != nil || e.Status == Succeeded {
+			return err
 		}
 		return with(tx)
 	})
 	return e, err
 }
 
-// RecordRefundByOthers records a refund of the order's intent that someone else
-// made at the provider (under the key provider:<refund ID>), so the ledger nets
-// what the provider holds. Recording it again is a no-op.
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// open inserts p's row unless its key has one, and returns the key's row, in one
+// statement. When a concurrent insert of the key commits while it waits, the
+// statement's snapshot holds neither row, and a read after it finds that one.
+func open(ctx context.Context, q querier, p Payment) (Entry, error) {
+	var e Entry
+	err := q.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, intent_id)
+			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))
+			ON CONFLICT (idempotency_key) DO NOTHING
+			RETURNING status, amount)
+		SELECT status, '', amount FROM ins
+		UNION ALL
+		SELECT status, COALESCE(provider_id, ''), amount FROM payments
+		WHERE idempotency_key = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+		p.Key, p.OrderID, p.Kind, p.Amount, p.Currency, Pending, p.IntentID).Scan(&e.Status, &e.ProviderID, &e.Amount)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = q.QueryRow(ctx, `SELECT status, COALESCE(provider_id, ''), amount FROM payments WHERE idempotency_key = $1`, p.Key).
+			Scan(&e.Status, &e.ProviderID, &e.Amount)
+	}
+	if err != nil {
+		return e, fmt.Errorf("record %s %s: %w", p.Kind, p.Key, err)
+	}
+	return e, nil
+}
+
 func (s *Store) RecordRefundByOthers(ctx context.Context, orderID, intentID, refundID string, amount int64, currency string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, provider_id, intent_id)

@@ -35,18 +35,15 @@ func (h *Orders) Traced(tb testing.TB) *tracetest.InMemoryExporter {
 type Edge struct{ Parent, Child string }
 
 // OrderEdges are the links of a paid order's trace below root, the span that
-// started its workflow: the start, the run, the intent's creation and confirm with
-// their provider calls, the OrderPaid publish.
+// started its workflow: the start, the run, the activity that creates and confirms
+// the intent with its provider calls, the OrderPaid publish.
 func OrderEdges(root string) []Edge {
 	return []Edge{
 		{Parent: root, Child: "StartWorkflow:OrderWorkflow"},
 		{Parent: "StartWorkflow:OrderWorkflow", Child: "RunWorkflow:OrderWorkflow"},
-		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:CreateIntent"},
-		{Parent: "StartActivity:CreateIntent", Child: "RunActivity:CreateIntent"},
-		{Parent: "RunActivity:CreateIntent", Child: "HTTP POST"},
-		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:ConfirmIntent"},
-		{Parent: "StartActivity:ConfirmIntent", Child: "RunActivity:ConfirmIntent"},
-		{Parent: "RunActivity:ConfirmIntent", Child: "HTTP POST"},
+		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:PayIntent"},
+		{Parent: "StartActivity:PayIntent", Child: "RunActivity:PayIntent"},
+		{Parent: "RunActivity:PayIntent", Child: "HTTP POST"},
 		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:Publish"},
 		{Parent: "StartActivity:Publish", Child: "RunActivity:Publish"},
 		{Parent: "RunActivity:Publish", Child: "publish OrderPaid"},
