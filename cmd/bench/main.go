@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -54,7 +55,19 @@ type Report struct {
 	N           int               `json:"n"`
 	Concurrency int               `json:"concurrency"`
 	Results     []Result          `json:"results"`
-	Resources   []Resources       `json:"resources"`
+	// Figures are the ratios the README's targets are stated in, from Results.
+	Figures   []Figure    `json:"figures,omitempty"`
+	Resources []Resources `json:"resources"`
+}
+
+// Figure is one of orderflow's figures beside the raw baseline it is judged by.
+type Figure struct {
+	Name     string  `json:"name"`
+	Value    float64 `json:"value"`
+	Baseline float64 `json:"baseline,omitempty"`
+	Ratio    float64 `json:"ratio,omitempty"`
+	Target   string  `json:"target"`
+	Met      bool    `json:"met"`
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -149,6 +162,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
 	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
+	rep.Figures = figures(rep.Results)
 	rep.Resources = b.resources()
 
 	printTable(stdout, rep)
@@ -207,7 +221,7 @@ func printTable(w io.Writer, rep Report) {
 		}
 		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %s | %s | %s | %s |\n", r.Scenario, r.N, r.Rate, ms(r.P50ms), ms(r.P95ms), ms(r.P99ms), ratio, r.Note)
 	}
-	fmt.Fprintf(w, "\nCPU ms per operation, by process on the machine:\n\n| scenario | %s |\n|---|%s\n", strings.Join(cpuGroups, " | "), strings.Repeat("---|", len(cpuGroups)))
+	fmt.Fprintf(w, "\nCPU ms per operation, by process on the machine:\n\n| scenario | %s | total |\n|---|%s---|\n", strings.Join(cpuGroups, " | "), strings.Repeat("---|", len(cpuGroups)))
 	for _, r := range rep.Results {
 		if r.CPUPerOp == nil {
 			continue
@@ -216,13 +230,75 @@ func printTable(w io.Writer, rep Report) {
 		for i, g := range cpuGroups {
 			cells[i] = ms(r.CPUPerOp[g])
 		}
-		fmt.Fprintf(w, "| %s | %s |\n", r.Scenario, strings.Join(cells, " | "))
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Scenario, strings.Join(cells, " | "), ms(cpuTotal(r)))
+	}
+	if len(rep.Figures) > 0 {
+		fmt.Fprintf(w, "\n| figure | orderflow | raw baseline | ratio | target | met |\n|---|---|---|---|---|---|\n")
+		for _, f := range rep.Figures {
+			ratio := "-"
+			if f.Ratio > 0 {
+				ratio = fmt.Sprintf("%.2fx", f.Ratio)
+			}
+			fmt.Fprintf(w, "| %s | %.2f | %s | %s | %s | %v |\n", f.Name, f.Value, ms(f.Baseline), ratio, f.Target, f.Met)
+		}
 	}
 	fmt.Fprintf(w, "\n| process | peak RSS MiB | CPU s |\n|---|---|---|\n")
 	for _, r := range rep.Resources {
 		fmt.Fprintf(w, "| %s | %.1f | %.2f |\n", r.Process, r.PeakRSSMiB, r.CPUSeconds)
 	}
 	fmt.Fprintln(w)
+}
+
+// cpuTotal is r's CPU per operation summed over every process on the machine.
+func cpuTotal(r Result) float64 {
+	t := 0.0
+	for _, v := range r.CPUPerOp {
+		t += v
+	}
+	return t
+}
+
+// figures are the ratios the targets are stated in, for the scenarios that ran.
+func figures(rs []Result) []Figure {
+	find := func(prefix string) (Result, bool) {
+		for _, r := range rs {
+			if strings.HasPrefix(r.Scenario, prefix) {
+				return r, true
+			}
+		}
+		return Result{}, false
+	}
+	var out []Figure
+	ratioOf := func(name string, v, base, max float64, target string) {
+		if base > 0 && v > 0 {
+			r := math.Round(100*v/base) / 100 // judged as reported
+			out = append(out, Figure{Name: name, Value: v, Baseline: base, Ratio: r, Target: target, Met: r <= max})
+		}
+	}
+	if e2e, ok := find("6. "); ok {
+		if one, ok := find("6a. "); ok {
+			ratioOf("CPU ms per PAID order, every process (vs raw workflow of 1 activity)", cpuTotal(e2e), cpuTotal(one), 1.2, "≤ 1.2x")
+		}
+		if shape, ok := find("6b. "); ok {
+			ratioOf("CPU ms per PAID order, every process (vs raw workflow of the order's shape)", cpuTotal(e2e), cpuTotal(shape), 1.2, "≤ 1.2x")
+		}
+	}
+	post, okPost := find("2. ")
+	start, okStart := find("1. ")
+	if okPost && okStart {
+		ratioOf("API + PostgreSQL CPU ms per POST (vs Temporal's per raw start)",
+			post.CPUPerOp["api"]+post.CPUPerOp["postgres"], start.CPUPerOp["temporal"], 0.15, "≤ 0.15x")
+	}
+	if replay, ok := find("3. "); ok {
+		out = append(out, Figure{Name: "API + PostgreSQL CPU ms per replay", Value: replay.CPUPerOp["api"] + replay.CPUPerOp["postgres"], Target: "-", Met: true})
+		out = append(out, Figure{Name: "replay p99 ms at the run's concurrency", Value: replay.P99ms, Target: "≤ 5 ms", Met: replay.P99ms <= 5})
+	}
+	wait, okWait := find("8b. ")
+	raw, okRaw := find("8e. ")
+	if okWait && okRaw {
+		ratioOf("Prefer: wait p50 ms at rest (vs raw Update-with-Start)", wait.P50ms, raw.P50ms, 1.2, "≤ 1.2x")
+	}
+	return out
 }
 
 var cpuGroups = []string{"temporal", "postgres", "kafka", "api", "worker", "paysim", "load generator", "other"}
