@@ -1,6 +1,7 @@
 package order
 
 import (
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -110,5 +111,14 @@ func TestTransitions(t *testing.T) {
 	}
 	if Status("SHIPPED").Valid() || Status("SHIPPED").Terminal() {
 		t.Error("unknown status accepted")
+	}
+}
+
+// Fingerprints are stored with keys and orders: the same request must hash to the
+// same bytes in every release.
+func TestFingerprintIsStable(t *testing.T) {
+	fp := Fingerprint("cus_1", "USD", []Item{{SKU: "sku-1", Quantity: 2, UnitAmount: 1299}, {SKU: "é:;=", Quantity: 1, UnitAmount: 5}}, "pm_card_visa")
+	if got := hex.EncodeToString(fp); got != "01146d9fb5f0cbbd8fb0eeeef667c28cd03c1c66e1dbc6df28e149fa0604f5543a" {
+		t.Fatalf("fingerprint %s changed", got)
 	}
 }
