@@ -68,5 +68,5 @@ C ?= 16
 bench: stack-up
 	mkdir -p $(STACK)/bin
 	$(GO) build -o $(STACK)/bin/ ./cmd/api ./cmd/worker ./cmd/paysim ./cmd/bench
-	set -a; . $(STACK)/env; set +a; $(STACK)/bin/bench -n $(N) -c $(C) -bin $(STACK)/bin -out bench/results
+	ORDERFLOW_STACK_ENV=$(STACK)/env $(STACK)/bin/bench -n $(N) -c $(C) -bin $(STACK)/bin -out bench/results
 	$(GO) test -run '^$$' -bench . -benchmem ./ingress/...

@@ -27,6 +27,9 @@ func machineCPU() map[string]float64 {
 			continue // gone since the listing
 		}
 		g := cpuGroup(comm)
+		if g == "postgres" && temporalsDatabase(e.Name()) {
+			g = "temporal db"
+		}
 		if e.Name() == self {
 			g = "load generator"
 		}
@@ -55,6 +58,19 @@ func procCPU(pid string) (comm string, seconds float64, ok bool) {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	stt, _ := strconv.ParseFloat(f[12], 64)
 	return s[open+1 : end], (ut + stt) / 100, true // USER_HZ
+}
+
+// temporalsDatabase says whether a postgres backend serves one of Temporal's
+// databases (the cluster profile's server persists in the same PostgreSQL): its
+// process title is "postgres: <user> <database> <client> <state>".
+func temporalsDatabase(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	return err == nil && servesTemporal(string(b))
+}
+
+func servesTemporal(title string) bool {
+	f := strings.Fields(strings.TrimPrefix(strings.ReplaceAll(title, "\x00", " "), "postgres:"))
+	return len(f) >= 2 && strings.HasPrefix(f[1], "temporal")
 }
 
 func cpuGroup(comm string) string {
