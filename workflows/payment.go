@@ -86,6 +86,7 @@ func paidWith(err error) string {
 	return ""
 }
 
+// intentInput asks for the order's intent with the key of the current generation.
 func (r *run) intentInput() activities.IntentInput {
 	key := order.PaymentKey(r.in.Order.WorkflowID, "intent", r.gens.Create)
 	return activities.IntentInput{Step: r.step(key), Tenant: r.in.Order.Tenant, PaymentMethod: r.in.Order.PaymentMethod}

@@ -109,6 +109,9 @@ func open(ctx context.Context, q querier, p Payment) (Entry, error) {
 	return e, nil
 }
 
+// RecordRefundByOthers records a refund of the order's intent that someone else
+// made at the provider (under the key provider:<refund ID>), so the ledger nets
+// what the provider holds. Recording it again is a no-op.
 func (s *Store) RecordRefundByOthers(ctx context.Context, orderID, intentID, refundID string, amount int64, currency string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, provider_id, intent_id)
