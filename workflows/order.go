@@ -175,9 +175,11 @@ func retryForever(maxInterval time.Duration, nonRetryable ...string) *temporal.R
 // land in Kafka, so each retry may add a copy. When it fails, the regular publish
 // retries until Kafka takes the event.
 func currentSteps(ctx workflow.Context) steps {
-	intent := func(nonRetryable ...string) workflow.Context {
+	// intentCalls are the options of an activity whose attempt makes calls provider
+	// calls, each given 2 minutes: above the provider client's 80 s.
+	intentCalls := func(calls int, nonRetryable ...string) workflow.Context {
 		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 2 * time.Minute, // above the provider client's 80 s
+			StartToCloseTimeout: time.Duration(calls) * 2 * time.Minute,
 			HeartbeatTimeout:    5 * time.Second,
 			RetryPolicy:         retryForever(30*time.Second, nonRetryable...),
 		})
@@ -202,14 +204,12 @@ func currentSteps(ctx workflow.Context) steps {
 				NonRetryableErrorTypes: slices.Concat(final, []string{activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight}),
 			},
 		}),
-		intent: intent(final...),
+		intent: intentCalls(1, final...),
 		// A confirm whose key is in use is answered by reading the intent.
-		confirm: intent(slices.Concat(final, []string{activities.ErrPaymentInFlight})...),
-		// Two provider calls; the activity itself makes a confirm's key in use final.
-		payIntent: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 4 * time.Minute, HeartbeatTimeout: 5 * time.Second,
-			RetryPolicy: retryForever(30*time.Second, final...),
-		}),
+		confirm: intentCalls(1, slices.Concat(final, []string{activities.ErrPaymentInFlight})...),
+		// The creation and the confirm; the activity itself makes a confirm's key in
+		// use final.
+		payIntent: intentCalls(2, final...),
 		poll: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Second,
 			RetryPolicy: &temporal.RetryPolicy{InitialInterval: sameKeyRetry, BackoffCoefficient: 2,
