@@ -133,21 +133,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
 			continue
 		}
-		switch {
-		case step.quiet && b.workerRuns():
-			if err := b.settle(ctx); err != nil {
-				return err
-			}
-			b.stopWorker()
-		case !step.quiet && !b.workerRuns():
-			if err := b.startWorker(b.consuming); err != nil {
-				return err
-			}
-		}
-		if !step.quiet {
-			if err := b.settle(ctx); err != nil {
-				return err
-			}
+		if err := b.prepare(ctx, step.quiet); err != nil {
+			return err
 		}
 		before := machineCPU()
 		r, err := step.run(ctx)
@@ -187,13 +174,40 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func rateOf(rs []Result, name string) float64 {
-	for _, r := range rs {
-		if r.Scenario == name {
-			return r.Rate
+// prepare readies the machine for a step: for a quiet one, the orders started so
+// far finished and no order worker running; otherwise a worker, with nothing of
+// the previous steps left to run.
+func (b *bench) prepare(ctx context.Context, quiet bool) error {
+	switch {
+	case quiet && !b.workerRuns():
+		return nil
+	case quiet:
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
+		b.stopWorker()
+		return nil
+	case !b.workerRuns():
+		if err := b.startWorker(b.consuming); err != nil {
+			return err
 		}
 	}
-	return 0
+	return b.settle(ctx)
+}
+
+// find is the result of the scenario whose name begins with prefix.
+func find(rs []Result, prefix string) (Result, bool) {
+	for _, r := range rs {
+		if strings.HasPrefix(r.Scenario, prefix) {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+func rateOf(rs []Result, name string) float64 {
+	r, _ := find(rs, name)
+	return r.Rate
 }
 
 func ratio(rs []Result, name, base string) {
@@ -266,14 +280,6 @@ func cpuTotal(r Result) float64 {
 
 // figures are the ratios the targets are stated in, for the scenarios that ran.
 func figures(rs []Result) []Figure {
-	find := func(prefix string) (Result, bool) {
-		for _, r := range rs {
-			if strings.HasPrefix(r.Scenario, prefix) {
-				return r, true
-			}
-		}
-		return Result{}, false
-	}
 	var out []Figure
 	ratioOf := func(name string, v, base, max float64, target string) {
 		if base > 0 && v > 0 {
@@ -281,27 +287,27 @@ func figures(rs []Result) []Figure {
 			out = append(out, Figure{Name: name, Value: v, Baseline: base, Ratio: r, Target: target, Met: r <= max})
 		}
 	}
-	if e2e, ok := find("6. "); ok {
-		if one, ok := find("6a. "); ok {
+	if e2e, ok := find(rs, "6. "); ok {
+		if one, ok := find(rs, "6a. "); ok {
 			ratioOf("CPU ms per PAID order, every process (vs raw workflow of 1 activity)", cpuTotal(e2e), cpuTotal(one), 1.2, "≤ 1.2x")
 		}
-		if shape, ok := find("6b. "); ok {
+		if shape, ok := find(rs, "6b. "); ok {
 			ratioOf("CPU ms per PAID order, every process (vs raw workflow of the order's shape)", cpuTotal(e2e), cpuTotal(shape), 1.2, "≤ 1.2x")
 		}
 	}
-	post, okPost := find("2. ")
-	start, okStart := find("1. ")
+	post, okPost := find(rs, "2. ")
+	start, okStart := find(rs, "1. ")
 	if okPost && okStart {
 		// Temporal's CPU includes its own database's, where it shares PostgreSQL.
 		ratioOf("API + PostgreSQL CPU ms per POST (vs Temporal's per raw start)",
 			post.CPUPerOp["api"]+post.CPUPerOp["postgres"], start.CPUPerOp["temporal"]+start.CPUPerOp["temporal db"], 0.15, "≤ 0.15x")
 	}
-	if replay, ok := find("3. "); ok {
+	if replay, ok := find(rs, "3. "); ok {
 		out = append(out, Figure{Name: "API + PostgreSQL CPU ms per replay", Value: replay.CPUPerOp["api"] + replay.CPUPerOp["postgres"], Target: "-", Met: true})
 		out = append(out, Figure{Name: "replay p99 ms at the run's concurrency", Value: replay.P99ms, Target: "≤ 5 ms", Met: replay.P99ms <= 5})
 	}
-	wait, okWait := find("8b. ")
-	raw, okRaw := find("8e. ")
+	wait, okWait := find(rs, "8b. ")
+	raw, okRaw := find(rs, "8e. ")
 	if okWait && okRaw {
 		ratioOf("Prefer: wait p50 ms at rest (vs raw Update-with-Start)", wait.P50ms, raw.P50ms, 1.2, "≤ 1.2x")
 	}

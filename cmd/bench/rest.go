@@ -132,12 +132,8 @@ func rawShapeSettled(ctx workflow.Context) error {
 
 // latencyRatio adds name's p50 against base's to its note.
 func latencyRatio(rs []Result, name, base string) {
-	var p50 float64
-	for _, r := range rs {
-		if r.Scenario == base {
-			p50 = r.P50ms
-		}
-	}
+	r, _ := find(rs, base)
+	p50 := r.P50ms
 	for i := range rs {
 		if rs[i].Scenario == name && p50 > 0 {
 			rs[i].Note += fmt.Sprintf("p50 %.2fx the raw Update-with-Start's (%s)", rs[i].P50ms/p50, strings.SplitN(base, ".", 2)[0])

@@ -149,8 +149,7 @@ func (b *bench) replaceWorker(requestsTopic string) error {
 
 // stopWorker stops the order worker, if one runs (its drain included).
 func (b *bench) stopWorker() {
-	i := slices.IndexFunc(b.procs, func(p *testkit.Proc) bool { return strings.HasPrefix(p.Name, "worker-") })
-	if i >= 0 {
+	if i := slices.IndexFunc(b.procs, isWorker); i >= 0 {
 		p := b.procs[i]
 		b.retired = append(b.retired, measureProc(p))
 		p.Stop(30 * time.Second)
@@ -160,8 +159,11 @@ func (b *bench) stopWorker() {
 
 // workerRuns says whether an order worker runs.
 func (b *bench) workerRuns() bool {
-	return slices.ContainsFunc(b.procs, func(p *testkit.Proc) bool { return strings.HasPrefix(p.Name, "worker-") })
+	return slices.ContainsFunc(b.procs, isWorker)
 }
+
+// isWorker says whether p is an order worker (worker-N).
+func isWorker(p *testkit.Proc) bool { return strings.HasPrefix(p.Name, "worker-") }
 
 // start runs one of the binaries with the run's environment plus extra, and waits
 // until ready answers 200.
@@ -216,7 +218,7 @@ func (b *bench) resources() []Resources {
 func (b *bench) cpuSeconds() float64 {
 	var s float64
 	for _, p := range b.procs {
-		if p.Name == "api" || strings.HasPrefix(p.Name, "worker-") {
+		if p.Name == "api" || isWorker(p) {
 			s += measureProc(p).CPUSeconds
 		}
 	}
