@@ -1,3 +1,4 @@
+-- +goose NO TRANSACTION
 -- +goose Up
 
 -- The payment provider's webhook events, one row per event ID. The API process
@@ -7,7 +8,7 @@
 -- answered 409, so the provider delivers it again; a claim whose process died
 -- expires, and the next delivery handles the event. Rows are pruned a week after
 -- they arrived, past the provider's three days of retries.
-CREATE TABLE webhook_events (
+CREATE TABLE IF NOT EXISTS webhook_events (
     event_id     text PRIMARY KEY,
     type         text        NOT NULL,
     intent_id    text,
@@ -17,12 +18,16 @@ CREATE TABLE webhook_events (
     received_at  timestamptz NOT NULL DEFAULT now(),
     handled_at   timestamptz
 );
-CREATE INDEX webhook_events_received ON webhook_events (received_at);
+CREATE INDEX IF NOT EXISTS webhook_events_received ON webhook_events (received_at);
 
--- Orders waiting on their customer are open payments too.
-DROP INDEX orders_payment_open;
-CREATE INDEX orders_payment_open ON orders (status, updated_at)
+-- Orders waiting on their customer are open payments too: the wider index is built
+-- beside the old one, which it then replaces (a rename takes a lock that lets reads
+-- and writes through).
+DROP INDEX CONCURRENTLY IF EXISTS orders_payment_open_next;
+CREATE INDEX CONCURRENTLY orders_payment_open_next ON orders (status, updated_at)
     WHERE status IN ('PAYMENT_PENDING', 'PAYMENT_UNKNOWN', 'PAYMENT_ACTION_REQUIRED');
+DROP INDEX CONCURRENTLY IF EXISTS orders_payment_open;
+ALTER INDEX orders_payment_open_next RENAME TO orders_payment_open;
 
 -- +goose Down
 DROP INDEX orders_payment_open;

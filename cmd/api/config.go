@@ -10,10 +10,12 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 type cfg struct {
 	config.Common
+	Policy         workflows.Policy
 	Serve          httpapi.ServeOptions
 	IdempotencyTTL time.Duration
 	ReplayBytes    int
@@ -27,7 +29,7 @@ type cfg struct {
 
 func loadConfig(getenv func(string) string) (cfg, error) {
 	e := config.New(getenv)
-	c := cfg{Common: e.Common(), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
+	c := cfg{Common: e.Common(), Policy: intake.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}

@@ -13,26 +13,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
-	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/ingress/webhooks"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/ledger"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"github.com/orderflow/orderflow/internal/provider"
 )
 
 func main() {
@@ -83,34 +72,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	defer base.Close() // after the server has drained
-	reg := base.Registry
-	purged := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "orderflow_idempotency_keys_purged_total", Help: "Expired idempotency records deleted.",
-	})
-	reg.MustRegister(purged)
-	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
-	go idem.PurgeExpired(ctx, time.Minute, purged, logger)
-	intents := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
-	var hooks http.Handler
-	if len(c.WebhookSecrets) > 0 {
-		store := webhooks.NewStore(base.Pool)
-		go store.Purge(ctx, time.Hour, logger)
-		if hooks, err = webhooks.New(webhooks.Deps{Secrets: c.WebhookSecrets, Store: store, Ledger: ledger.New(base.Pool),
-			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, Logger: logger, Registry: reg}); err != nil {
-			return err
-		}
-	} else {
-		logger.Warn("PAYMENTS_WEBHOOK_SECRETS is not set: no webhook endpoint; orders waiting on their intent read it on a backoff")
+	handler, err := newHandler(ctx, c, base, traces, logger)
+	if err != nil {
+		return err
 	}
-	handler := httpapi.NewServer(httpapi.Deps{
-		Logger:   logger,
-		Registry: reg,
-		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
-		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
-			Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}, idem),
-		MaxBodyBytes: int64(c.MaxBodyBytes),
-		Tracing:      traces,
-		Webhooks:     hooks,
-	})
-	return httpapi.Serve(ctx, handler, reg, base.Ready, c.Serve, logger)
+	return httpapi.Serve(ctx, handler, base.Registry, base.Ready, c.Serve, logger)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 )
@@ -21,6 +23,24 @@ import (
 type layout struct {
 	partitions, replicas int
 	retention            time.Duration // of the Temporal namespace's closed workflows
+}
+
+// bootstrapCommand is `worker bootstrap`, its flags checked.
+func bootstrapCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var l layout
+	return cli.Command{Name: "bootstrap", Args: "[--partitions N] [--replication-factor N] [--retention D]",
+		Summary: "create the Temporal namespace and the Kafka topics, leaving what exists alone (TEMPORAL_*, KAFKA_*, the topics' names)",
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&l.partitions, "partitions", 12, "partitions of the requests and events topics (the dead-letter topic has 1)")
+			fs.IntVar(&l.replicas, "replication-factor", 3, "replicas of each topic")
+			fs.DurationVar(&l.retention, "retention", 72*time.Hour, "how long Temporal keeps closed workflows")
+		},
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			if fs.NArg() > 0 || l.partitions < 1 || l.replicas < 1 || l.retention < 24*time.Hour {
+				return cli.Usagef("want positive --partitions and --replication-factor, --retention of a day or more, no argument")
+			}
+			return bootstrap(ctx, getenv, l, stdout)
+		}}
 }
 
 // bootstrap is `worker bootstrap`: it creates the Temporal namespace and the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/platform/codecauth"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
@@ -16,10 +17,12 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/worker"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 type cfg struct {
 	config.Common
+	Policy         workflows.Policy
 	Run            worker.RunOptions
 	Kafka          kafkaclient.Cluster
 	EventsTopic    string
@@ -33,7 +36,7 @@ type cfg struct {
 
 func loadConfig(getenv func(string) string) (cfg, error) {
 	e := config.New(getenv)
-	c := cfg{Common: e.Common()}
+	c := cfg{Common: e.Common(), Policy: intake.PolicyFromEnv(e)}
 	c.Run = worker.RunOptions{
 		Options: worker.Options{
 			TaskQueue:                  c.TaskQueue,

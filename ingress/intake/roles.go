@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/workflows"
@@ -55,4 +57,18 @@ func NewAPI(s Setup, keys *idempotency.Store) *Requests {
 // events of consumer group.
 func NewConsumer(s Setup, group string) *Events {
 	return newEvents(idempotency.NewEvents(s.Pool), s.workflows(), group)
+}
+
+// PolicyFromEnv reads how orders treat time (CANCEL_WINDOW, PAYMENT_LOOKUP_DELAY,
+// PAYMENT_ACTION_TIMEOUT, PAYMENT_POLL_INTERVAL): both ingresses start workflows
+// with it, so both processes read it alike.
+func PolicyFromEnv(e *config.Env) workflows.Policy {
+	p := workflows.Policy{
+		CancelWindow:  e.Duration("CANCEL_WINDOW", 0),
+		LookupDelay:   e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
+		ActionTimeout: e.Duration("PAYMENT_ACTION_TIMEOUT", workflows.DefaultActionTimeout),
+		IntentPoll:    e.Duration("PAYMENT_POLL_INTERVAL", workflows.DefaultIntentPoll),
+	}
+	e.Invalid(p.Check())
+	return p
 }

@@ -118,10 +118,13 @@ func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef
 	return fmt.Errorf("order %s: cannot go from %s to %s: %w", id, current, to, ErrInvalidTransition)
 }
 
+// insertSQL has no conflict target: the order has two unique keys (id and
+// workflow_id, the same order either way), and an insert arbitrated on one alone
+// fails on the other when it meets a concurrent insert of the same order.
 const insertSQL = `
 	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-	ON CONFLICT (id) DO NOTHING`
+	ON CONFLICT DO NOTHING`
 
 func insertArgs(o order.Order) ([]any, error) {
 	items, err := json.Marshal(o.Items)

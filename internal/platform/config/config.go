@@ -13,7 +13,6 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -97,10 +96,8 @@ type Common struct {
 	Temporal          client.Options
 	TemporalNamespace string
 	TaskQueue         string
-	// Policy is how orders treat time; both ingresses start workflows with it.
-	Policy          workflows.Policy
-	ShutdownTimeout time.Duration
-	LogLevel        string
+	ShutdownTimeout   time.Duration
+	LogLevel          string
 	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
 	PayloadKeys *payloadcodec.Keyring
 }
@@ -108,25 +105,24 @@ type Common struct {
 // Common reads the shared settings.
 func (e *Env) Common() Common {
 	c := Common{
-		DatabaseURL: e.Required("DATABASE_URL"),
-		DBMaxConns:  e.Int("DB_MAX_CONNS", 20),
-		Temporal:    e.Temporal(),
-		TaskQueue:   e.String("TASK_QUEUE", "orders"),
-		Policy: workflows.Policy{
-			CancelWindow:  e.Duration("CANCEL_WINDOW", 0),
-			LookupDelay:   e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
-			ActionTimeout: e.Duration("PAYMENT_ACTION_TIMEOUT", workflows.DefaultActionTimeout),
-			IntentPoll:    e.Duration("PAYMENT_POLL_INTERVAL", workflows.DefaultIntentPoll),
-		},
+		DatabaseURL:     e.Required("DATABASE_URL"),
+		DBMaxConns:      e.Int("DB_MAX_CONNS", 20),
+		Temporal:        e.Temporal(),
+		TaskQueue:       e.String("TASK_QUEUE", "orders"),
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		LogLevel:        e.String("LOG_LEVEL", "info"),
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
-	if err := c.Policy.Check(); err != nil {
+	return c
+}
+
+// Invalid records err (if not nil) among the errors Err reports: a setting whose
+// value its reader refused.
+func (e *Env) Invalid(err error) {
+	if err != nil {
 		e.errs = append(e.errs, err)
 	}
-	return c
 }
 
 // Payments reads how to reach the payment provider (PAYMENTS_URL,

@@ -26,6 +26,10 @@ func Open(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTrace
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.Tracer = tracer
+	return open(ctx, cfg)
+}
+
+func open(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
@@ -65,10 +69,21 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error
 	return nil
 }
 
+// migrationLockTimeout bounds how long a migration's statement queues for a lock:
+// queued behind a long transaction, even a brief exclusive lock would stop every
+// request that comes after it. Past it the migration fails, and is run again.
+const migrationLockTimeout = "5s"
+
 // MigrateURL opens a small pool on url, applies the migrations and closes it: the
 // binaries' `migrate` command.
 func MigrateURL(ctx context.Context, url string, logger *slog.Logger) error {
-	pool, err := Open(ctx, url, 2, nil)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = 2
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = migrationLockTimeout
+	pool, err := open(ctx, cfg)
 	if err != nil {
 		return err
 	}

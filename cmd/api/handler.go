@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/webhooks"
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/ledger"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/internal/provider"
+)
+
+// newHandler builds the API's handler tree on the process's connections, and
+// starts the purges of the stores it owns (they stop with ctx).
+func newHandler(ctx context.Context, c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
+	reg := base.Registry
+	purged := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orderflow_idempotency_keys_purged_total", Help: "Expired idempotency records deleted.",
+	})
+	reg.MustRegister(purged)
+	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
+	go idem.PurgeExpired(ctx, time.Minute, purged, logger)
+	intents := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
+	var hooks http.Handler
+	if len(c.WebhookSecrets) > 0 {
+		store := webhooks.NewStore(base.Pool)
+		go store.Purge(ctx, time.Hour, logger)
+		var err error
+		if hooks, err = webhooks.New(webhooks.Deps{Secrets: c.WebhookSecrets, Store: store, Ledger: ledger.New(base.Pool),
+			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, Logger: logger, Registry: reg}); err != nil {
+			return nil, err
+		}
+	} else {
+		logger.Warn("PAYMENTS_WEBHOOK_SECRETS is not set: no webhook endpoint; orders waiting on their intent read it on a backoff")
+	}
+	return httpapi.NewServer(httpapi.Deps{
+		Logger:   logger,
+		Registry: reg,
+		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
+		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+			Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}, idem),
+		MaxBodyBytes: int64(c.MaxBodyBytes),
+		Tracing:      traces,
+		Webhooks:     hooks,
+	}), nil
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform"
+	"github.com/orderflow/orderflow/internal/platform/codecauth"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/worker"
+)
+
+// newDeps builds what the worker runs on the process's connections: the
+// activities, the Kafka ingress and writers, the codec endpoint.
+func newDeps(c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (worker.Deps, error) {
+	reg := base.Registry
+	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
+	events := kafkaclient.NewWriter(c.Kafka, c.EventsTopic)
+	dlq := kafkaclient.NewWriter(c.Kafka, c.DLQTopic)
+	cons, err := newConsumer(c, base, dlq, reg, traces, logger)
+	if err != nil {
+		return worker.Deps{}, err
+	}
+	base.Ready.Gate("postgres", "temporal") // a worker without them can do nothing
+	base.Ready.Add("consumer", cons.Ready)
+	var codec http.Handler
+	if c.Run.CodecAddr != "" {
+		if codec, err = codecauth.Guard(payloadcodec.Handler(base.Codec), c.Codec, logger); err != nil {
+			return worker.Deps{}, err
+		}
+	}
+	return worker.Deps{
+		Logger:   logger,
+		Temporal: base.Temporal,
+		Activities: worker.NewActivities(base.Pool,
+			provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg)), events, reg, traces),
+		Consumer: cons,
+		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
+		Registry: reg,
+		Ready:    base.Ready,
+		Codec:    codec,
+	}, nil
+}
