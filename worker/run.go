@@ -88,19 +88,9 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := ops.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("ops server: %w", err)
-		}
-		return nil
-	})
+	serveIn(g, "ops server", ops, ln)
 	if codec != nil {
-		g.Go(func() error {
-			if err := codec.Serve(codecLn); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("codec server: %w", err)
-			}
-			return nil
-		})
+		serveIn(g, "codec server", codec, codecLn)
 	}
 	// The consumer's context is its own, so the stop sequence ends it in order.
 	consumerCtx, stopConsumer := context.WithCancel(context.WithoutCancel(ctx))
@@ -146,6 +136,16 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	runSteps(sctx, steps, d.Logger)
 	d.Logger.Info("stopped", "took", time.Since(began).String())
 	return g.Wait()
+}
+
+// serveIn serves srv on ln in g until it is shut down.
+func serveIn(g *errgroup.Group, name string, srv *http.Server, ln net.Listener) {
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 func opsServer(d Deps, addr string) (*http.Server, net.Listener, error) {

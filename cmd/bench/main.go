@@ -84,16 +84,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	// The stack's env file, read as the tests read it: its values are not shell
-	// words (a DSN's query has '&').
-	env, err := testkit.Env()
+	env, err := stackEnv()
 	if err != nil {
-		return fmt.Errorf("%w (make bench starts it)", err)
-	}
-	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS", "PAYLOAD_KEYS", "ORDERFLOW_STACK_PROFILE"} {
-		if env[k] == "" {
-			return fmt.Errorf("%s is not in the stack's env file", k)
-		}
+		return err
 	}
 
 	b, err := setup(ctx, env, *bins, *n, *conc, stdout)
@@ -148,6 +141,28 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			b.started += *n
 		}
 	}
+	rep.Resources = b.resources()
+	return finish(stdout, rep, *out)
+}
+
+// stackEnv is the stack's env file, read as the tests read it: its values are not
+// shell words (a DSN's query has '&').
+func stackEnv() (map[string]string, error) {
+	env, err := testkit.Env()
+	if err != nil {
+		return nil, fmt.Errorf("%w (make bench starts it)", err)
+	}
+	for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KAFKA_BROKERS", "PAYLOAD_KEYS", "ORDERFLOW_STACK_PROFILE"} {
+		if env[k] == "" {
+			return nil, fmt.Errorf("%s is not in the stack's env file", k)
+		}
+	}
+	return env, nil
+}
+
+// finish adds the ratios and figures to the report, prints it and writes it to
+// the folder out, under its time and as the profile's latest.
+func finish(stdout io.Writer, rep Report, out string) error {
 	ratio(rep.Results, "2. HTTP start", "1. baseline start")
 	ratio(rep.Results, "3. HTTP replay", "1. baseline start")
 	ratio(rep.Results, "4b. consume, batched in-order commits", "4a. consume, commit each message")
@@ -156,14 +171,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
 	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
 	rep.Figures = figures(rep.Results)
-	rep.Resources = b.resources()
 
 	printTable(stdout, rep)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("results folder: %w", err)
 	}
-	path := filepath.Join(*out, rep.Time.Format("20060102T150405Z")+"-"+rep.Profile+".json")
-	latest := filepath.Join(*out, "latest-"+rep.Profile+".json")
+	path := filepath.Join(out, rep.Time.Format("20060102T150405Z")+"-"+rep.Profile+".json")
+	latest := filepath.Join(out, "latest-"+rep.Profile+".json")
 	data, _ := json.MarshalIndent(rep, "", "  ")
 	for _, p := range []string{path, latest} {
 		if err := os.WriteFile(p, data, 0o644); err != nil {

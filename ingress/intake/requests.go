@@ -68,27 +68,7 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 	}
 
 	began := time.Now()
-	var run Run
-	var settled *workflows.OrderResult
-	if wait > 0 {
-		// The start and the wait in one call; answered when the order settles. On
-		// the client's context, which a drain cuts short: whatever became of it,
-		// the plain start below (idempotent) is what the answer rests on.
-		if res, err := s.workflows.StartSettled(ctx, o, wait); err == nil {
-			settled = &res
-		}
-	}
-	if settled == nil {
-		started := time.Now()
-		run, err = s.workflows.Start(cctx, o)
-		out.StartTook = time.Since(started)
-	}
-	var view orderstore.View
-	if err == nil && settled == nil {
-		// The read model has the order before the client hears of it. (A settled
-		// workflow has recorded it: its first step.)
-		view, err = s.orders.Record(cctx, o)
-	}
+	run, settled, view, err := s.start(ctx, cctx, o, wait, &out)
 	if err != nil {
 		// The start may have happened: the key keeps its fingerprint and only
 		// drops its lease, so a retry lands on the same workflow or gets 422.
@@ -119,6 +99,27 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 		s.logger.WarnContext(ctx, "store idempotent response", "err", err)
 	}
 	return out
+}
+
+// start starts the order's workflow and records the order. With wait > 0 it first
+// tries the start and the wait in one call, answered when the order settles (nil
+// run), on the client's context, which a drain cuts short: whatever became of it,
+// the plain start (idempotent) is what the answer rests on.
+func (s *Requests) start(ctx, cctx context.Context, o order.Order, wait time.Duration, out *Result) (Run, *workflows.OrderResult, orderstore.View, error) {
+	if wait > 0 {
+		if res, err := s.workflows.StartSettled(ctx, o, wait); err == nil {
+			return nil, &res, orderstore.View{}, nil // its workflow has recorded the order: its first step
+		}
+	}
+	started := time.Now()
+	run, err := s.workflows.Start(cctx, o)
+	out.StartTook = time.Since(started)
+	if err != nil {
+		return nil, nil, orderstore.View{}, err
+	}
+	// The read model has the order before the client hears of it.
+	view, err := s.orders.Record(cctx, o)
+	return run, nil, view, err
 }
 
 // final reports the statuses that answer a waiting client 201: the payment's ends

@@ -1,0 +1,82 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// A first POST races its workflow's first step, which records the order too: 200
+// first POSTs on fresh keys while the worker runs, beside bursts of concurrent
+// requests with one key, are never answered 5xx, and each order is found as soon
+// as its POST has answered. (The race itself is rare here, where the worker records
+// an order tens of milliseconds after the API: TestConcurrentRecordsOfOneOrder-
+// BothSucceed in orderstore makes it happen.)
+func TestFirstPostsNeverLoseTheRaceToTheirWorkflow(t *testing.T) {
+	h := newAPI(t, 0)
+	tenant := h.tenants[0]
+	const posts, clients, bursts, burst = 200, 16, 5, 10
+
+	var fives, unfound, others atomic.Int64
+	var firstErr sync.Once
+	var first string
+	note := func(what string) { firstErr.Do(func() { first = what }) }
+	check := func(r response, key string) {
+		switch {
+		case r.status >= 500:
+			fives.Add(1)
+			note(fmt.Sprintf("POST %s: %d %s", key, r.status, r.body))
+			return
+		case r.status == http.StatusConflict: // a same-key request still in flight
+			return
+		case r.status != http.StatusAccepted:
+			others.Add(1)
+			note(fmt.Sprintf("POST %s: %d %s", key, r.status, r.body))
+			return
+		}
+		id := r.order(t).ID
+		if g := do(t, http.MethodGet, h.url+"/v1/orders/"+id, h.keys[tenant], "", nil); g.status != http.StatusOK {
+			unfound.Add(1)
+			note(fmt.Sprintf("GET %s after its POST: %d %s", id, g.status, g.body))
+		}
+	}
+
+	keys := make(chan string)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for key := range keys {
+				check(h.post(t, tenant, key, body, nil), key)
+			}
+		})
+	}
+	for b := range bursts {
+		key := stacktest.Name(fmt.Sprintf("burst-%d", b))
+		for range burst {
+			wg.Go(func() { check(h.post(t, tenant, key, body, nil), key) })
+		}
+	}
+	for range posts {
+		keys <- stacktest.Name("first")
+	}
+	close(keys)
+	wg.Wait()
+
+	t.Logf("%d first POSTs and %d bursts of %d: %d answered 5xx, %d other failures, %d orders not found after their POST",
+		posts, bursts, burst, fives.Load(), others.Load(), unfound.Load())
+	if fives.Load()+others.Load()+unfound.Load() > 0 {
+		t.Fatalf("first failure: %s", first)
+	}
+	if n := h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, tenant); n != posts+bursts {
+		t.Fatalf("orders = %d, want %d", n, posts+bursts)
+	}
+	stacktest.Eventually(t, 2*time.Minute, "every order paid", func() bool {
+		return h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = $2`, tenant, order.StatusPaid) == posts+bursts
+	})
+}
