@@ -40,8 +40,7 @@ const (
 	ErrPaymentInFlight = "PaymentInFlight"
 )
 
-// Provider is the payment provider as the activities see it: PaymentIntents, and
-// the Charges API for runs started before them.
+// Provider is the payment provider as the activities see it: PaymentIntents.
 type Provider interface {
 	CreateIntent(ctx context.Context, key string, amount int64, currency, paymentMethod string, metadata map[string]string) (provider.Intent, error)
 	ConfirmIntent(ctx context.Context, key, intentID string) (provider.Intent, error)
@@ -50,10 +49,6 @@ type Provider interface {
 	SearchIntents(ctx context.Context, orderID string) ([]provider.Intent, error)
 	RefundIntent(ctx context.Context, key, intentID string, amount int64, metadata map[string]string) (provider.Refund, error)
 	IntentRefunds(ctx context.Context, intentID string) ([]provider.Refund, error)
-	Charge(ctx context.Context, key string, amount int64, currency, paymentMethod, orderID string) (provider.Charge, error)
-	Refund(ctx context.Context, key, chargeID string, amount int64) (provider.Refund, error)
-	SearchCharges(ctx context.Context, orderID string) ([]provider.Charge, error)
-	ListRefunds(ctx context.Context, chargeID string) ([]provider.Refund, error)
 }
 
 var _ Provider = (*provider.Client)(nil)
@@ -82,8 +77,8 @@ func NewPaymentMetrics(reg prometheus.Registerer) PaymentMetrics {
 	return m
 }
 
-// Payments charges and refunds orders, recording each call in the ledger of record
-// before the provider is asked.
+// Payments pays and refunds orders through PaymentIntents, recording each call in
+// the ledger of record before the provider is asked.
 type Payments struct {
 	ledger   *ledger.Store
 	provider Provider
@@ -106,101 +101,10 @@ type Step struct {
 	Key        string
 }
 
-// ChargeInput asks for one order's charge.
-type ChargeInput struct {
-	Step
-	PaymentMethod string
-}
-
-// ChargeResult is a successful charge.
-type ChargeResult struct {
-	Key      string
-	ChargeID string
-}
-
-// RefundInput asks for the refund of one order's charge.
-type RefundInput struct {
-	Step
-	ChargeID string
-}
-
 // RefundResult is a successful refund.
 type RefundResult struct {
 	Key      string
 	RefundID string
-}
-
-// Charge charges the order with in.Key on every attempt, so the provider charges at
-// most once for it whatever happens to this process or its answers. If the ledger
-// already holds a success for the key (a run started again after Temporal's
-// retention), that charge is returned and the provider is not called.
-func (a *Payments) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
-	key, id, err := a.call(ctx, in.Step, ledger.Charge, in.PaymentMethod)
-	return ChargeResult{Key: key, ChargeID: id}, err
-}
-
-// Refund refunds the order's charge in full with in.Key.
-func (a *Payments) Refund(ctx context.Context, in RefundInput) (RefundResult, error) {
-	key, id, err := a.call(ctx, in.Step, ledger.Refund, in.ChargeID)
-	return RefundResult{Key: key, RefundID: id}, err
-}
-
-// LookupInput asks whether an order was charged (ChargeID empty) or its charge
-// refunded; Key is the key whose outcome is unknown.
-type LookupInput struct {
-	OrderID  string
-	ChargeID string
-	Key      string
-	// Amount is what a refund must give back: the charge counts as refunded only
-	// when its refunds, anyone's, add up to it. Zero in lookups scheduled before it
-	// existed, which took any refund.
-	Amount int64
-}
-
-// LookupResult is what the provider holds: the succeeded charge (or refund), if any.
-type LookupResult struct {
-	Found bool
-	ID    string
-}
-
-// Lookup resolves an unknown outcome by asking the provider what exists, never by
-// guessing. Found: the ledger row of Key records it. Not found: every unsettled row
-// of the order of that kind is marked absent (the caller has waited the provider's
-// consistency window before asking).
-func (a *Payments) Lookup(ctx context.Context, in LookupInput) (LookupResult, error) {
-	kind, res := ledger.Charge, LookupResult{}
-	if in.ChargeID == "" {
-		charges, err := a.provider.SearchCharges(ctx, in.OrderID)
-		if err != nil {
-			return res, a.lookupFailed(err)
-		}
-		for _, c := range charges {
-			if c.Status == "succeeded" {
-				res = LookupResult{Found: true, ID: c.ID}
-				break
-			}
-		}
-	} else {
-		kind = ledger.Refund
-		refunds, err := a.provider.ListRefunds(ctx, in.ChargeID)
-		if err != nil {
-			return res, a.lookupFailed(err)
-		}
-		var refunded int64
-		for _, r := range refunds {
-			if r.Status == "succeeded" || r.Status == "pending" {
-				refunded += r.Amount
-				if refunded >= in.Amount {
-					res = LookupResult{Found: true, ID: r.ID}
-					break
-				}
-			}
-		}
-	}
-	if res.Found {
-		return res, a.ledger.Settle(ctx, in.Key, ledger.Succeeded, res.ID)
-	}
-	return res, a.ledger.MarkAbsent(ctx, in.OrderID, kind)
 }
 
 func (a *Payments) lookupFailed(err error) error {
@@ -210,38 +114,6 @@ func (a *Payments) lookupFailed(err error) error {
 	return fmt.Errorf("look up at the provider: %w", err) // retried until it answers
 }
 
-// call records the payment in the ledger (a charge's order moving to
-// PAYMENT_PENDING in the same transaction: until an answer comes, nobody knows
-// whether the card was charged), sends it with heartbeats, and records the
-// answer; of is the payment method a charge charges or the charge a refund
-// refunds. A key the ledger already holds as succeeded is not sent again.
-func (a *Payments) call(ctx context.Context, s Step, kind ledger.Kind, of string) (key, providerID string, err error) {
-	p := ledger.Payment{Key: s.Key, Kind: kind, OrderID: s.OrderID, Amount: s.Amount, Currency: s.Currency}
-	if p.Key == "" {
-		p.Key = order.LegacyPaymentKey(s.WorkflowID, string(kind))
-	}
-	var pending func(pgx.Tx) error
-	if kind == ledger.Charge {
-		pending = a.pending(ctx, p.OrderID)
-	}
-	e, err := a.ledger.Open(ctx, p, pending)
-	if err != nil || (e.Status == ledger.Succeeded && e.ProviderID != "") {
-		return p.Key, e.ProviderID, err // a success is the ledger of record's already
-	}
-	stop := heartbeat(ctx)
-	providerID, err = a.send(ctx, p, of)
-	stop()
-	if err != nil {
-		if s.Key == "" && classify(err).errType == ErrPaymentInFlight {
-			// Runs started before derived keys end FAILED on any typed error:
-			// Temporal retries their in-use key within the charge's hour instead.
-			return p.Key, "", fmt.Errorf("payment %s: %w", p.Key, err)
-		}
-		return p.Key, "", a.failed(ctx, p.Key, err)
-	}
-	return p.Key, providerID, a.ledger.Settle(ctx, p.Key, ledger.Succeeded, providerID)
-}
-
 // pending moves the order to PAYMENT_PENDING in the ledger's transaction, as a
 // charge is recorded: until an answer comes, nobody knows whether the card was
 // charged.
@@ -249,16 +121,6 @@ func (a *Payments) pending(ctx context.Context, orderID string) func(pgx.Tx) err
 	return func(tx pgx.Tx) error {
 		return asActivityError(orderstore.New(tx).Move(ctx, orderID, order.StatusPaymentPending, "", ""))
 	}
-}
-
-// send asks the provider for the payment and returns the ID of what it made.
-func (a *Payments) send(ctx context.Context, p ledger.Payment, of string) (string, error) {
-	if p.Kind == ledger.Refund {
-		re, err := a.provider.Refund(ctx, p.Key, of, p.Amount)
-		return re.ID, err
-	}
-	ch, err := a.provider.Charge(ctx, p.Key, p.Amount, p.Currency, of, p.OrderID)
-	return ch.ID, err
 }
 
 // verdict is what a provider error means for the ledger and the workflow.

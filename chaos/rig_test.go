@@ -85,13 +85,19 @@ func (r *rig) startAPI(t *testing.T) *stacktest.Proc {
 // startAPIOn starts an API process on the given public and ops addresses.
 func (r *rig) startAPIOn(t *testing.T, addr, opsAddr, drainDelay string) *stacktest.Proc {
 	t.Helper()
+	return r.startAPIBinary(t, stacktest.Binary(t, "cmd/api"), addr, opsAddr, drainDelay)
+}
+
+// startAPIBinary starts bin, a build of cmd/api, as startAPIOn does.
+func (r *rig) startAPIBinary(t *testing.T, bin, addr, opsAddr, drainDelay string) *stacktest.Proc {
+	t.Helper()
 	env := testkit.Connections(r.Env, map[string]string{"TASK_QUEUE": r.Queue,
 		"API_ADDR": addr, "OPS_ADDR": opsAddr, "DRAIN_DELAY": drainDelay, "PAYMENT_LOOKUP_DELAY": workertest.LookupDelay.String(),
 	})
 	for k, v := range r.apiEnv {
 		env[k] = v
 	}
-	p := stacktest.Start(t, stacktest.Binary(t, "cmd/api"), env)
+	p := stacktest.Start(t, bin, env)
 	waitHTTP(t, "http://"+opsAddr+"/healthz")
 	return p
 }

@@ -49,7 +49,7 @@ func TestFleetSecuredProfileRefuses(t *testing.T) {
 			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 			c, err := client.DialContext(dctx, client.Options{HostPort: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"], ConnectionOptions: conn})
 			if err == nil {
-				_, err = c.ExecuteWorkflow(dctx, client.StartWorkflowOptions{ID: id, TaskQueue: "refused"}, workflows.OrderWorkflow, workflows.PlaceOrder{})
+				_, err = c.ExecuteWorkflow(dctx, client.StartWorkflowOptions{ID: id, TaskQueue: "refused"}, workflows.Order, workflows.PlaceOrder{})
 				c.Close()
 			}
 			dcancel()

@@ -26,7 +26,7 @@ import (
 	"github.com/orderflow/orderflow/workflows"
 )
 
-// TestRealHistoriesReplay runs OrderWorkflow's main paths on the real server and
+// TestRealHistoriesReplay runs the order workflow's main paths on the real server and
 // replays their histories against the current code. With
 // ORDERFLOW_RECORD_HISTORIES=1 it also writes them to workflows/testdata, where
 // workflows' replay test guards them without a server. Histories of runs started
@@ -164,7 +164,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayer.RegisterWorkflow(workflows.OrderWorkflow)
+	replayer.RegisterWorkflow(workflows.Order)
 	logger := tlog.NewStructuredLogger(stacktest.Logger(t))
 	for name, hist := range histories {
 		if err := replayer.ReplayWorkflowHistory(logger, hist); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
+	"github.com/orderflow/orderflow/workflows/orderv1"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -32,21 +33,33 @@ type Options struct {
 type Activities struct {
 	Orders   *activities.Orders
 	Payments *activities.Payments
+	Charges  *activities.Charges // for runs of orderv1 alone
 	Events   *activities.Events
+}
+
+// Provider is the payment provider the activities call: PaymentIntents, and the
+// Charges API of frozen runs.
+type Provider interface {
+	activities.Provider
+	activities.ChargesAPI
 }
 
 // NewActivities builds the activities of one worker process: the order store and
 // the payments ledger on pool, the provider, and the events writer (t traces each
 // publish; nil for none). The payment metrics register in reg.
-func NewActivities(pool *pgxpool.Pool, pay activities.Provider, events activities.MessageWriter, reg prometheus.Registerer, t *tracing.Tracing) Activities {
+func NewActivities(pool *pgxpool.Pool, pay Provider, events activities.MessageWriter, reg prometheus.Registerer, t *tracing.Tracing) Activities {
+	payments := activities.NewPayments(pool, pay, activities.NewPaymentMetrics(reg))
 	return Activities{
 		Orders:   activities.NewOrders(pool),
-		Payments: activities.NewPayments(pool, pay, activities.NewPaymentMetrics(reg)),
+		Payments: payments,
+		Charges:  activities.NewCharges(payments, pay),
 		Events:   activities.NewEvents(events, t),
 	}
 }
 
-// New returns a worker on o.TaskQueue with OrderWorkflow and its activities.
+// New returns a worker on o.TaskQueue with the order workflows and their
+// activities: workflows.Order, which new orders start, and the frozen
+// orderv1.OrderWorkflow, which runs started before it finish on.
 func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     o.MaxConcurrentActivities,
@@ -54,9 +67,11 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 		WorkerStopTimeout:                      o.StopTimeout,
 		Interceptors:                           o.Interceptors,
 	})
-	w.RegisterWorkflow(workflows.OrderWorkflow)
+	w.RegisterWorkflow(workflows.Order)
+	w.RegisterWorkflow(orderv1.OrderWorkflow)
 	w.RegisterActivity(a.Orders)
 	w.RegisterActivity(a.Payments)
+	w.RegisterActivity(a.Charges)
 	w.RegisterActivity(a.Events)
 	return w
 }

@@ -51,7 +51,7 @@ func (h *harness) netCharged(t *testing.T, orderID string) (net int64, pending i
 
 func (h *harness) execute(t *testing.T, ctx context.Context, id string, in workflows.PlaceOrder) client.WorkflowRun {
 	t.Helper()
-	run, err := h.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: h.Queue}, workflows.OrderWorkflow, in)
+	run, err := h.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: h.Queue}, workflows.Order, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,7 @@ const maxRunEvents = 1000
 // server would record for it, from above: an activity's scheduled, started and
 // closed events (its attempts add none); a timer's started and fired; a local
 // activity's marker, plus a workflow task heartbeat (three events) for every 8 s
-// its attempts span; a workflow task (three events) after each of those; and the
-// marker and search-attribute upsert of each versioned change.
+// its attempts span; a workflow task (three events) after each of those.
 type historyCost struct {
 	mu         sync.Mutex
 	activities map[string]bool
@@ -40,9 +39,6 @@ type historyCost struct {
 	locals     map[string][2]time.Time // first start, last completion
 	clock      func() time.Time
 }
-
-// versionedChanges is the number of GetVersion calls a current run makes.
-const versionedChanges = 6
 
 func watchHistory(e *env) *historyCost {
 	h := &historyCost{activities: map[string]bool{}, locals: map[string][2]time.Time{}, clock: e.Now}
@@ -79,7 +75,7 @@ func watchHistory(e *env) *historyCost {
 func (h *historyCost) events() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 3 + 2*versionedChanges // started, the first workflow task, the versions
+	n := 3 // started, the first workflow task
 	n += len(h.activities) * (3 + 3)
 	n += h.timers * (2 + 3)
 	for _, span := range h.locals {

@@ -15,7 +15,7 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 )
 
-// Names clients use to talk to a running OrderWorkflow.
+// Names clients use to talk to a running order (orderv1's runs answer to the same).
 const (
 	QueryStatus  = "status"
 	UpdateCancel = "cancel"
@@ -31,7 +31,7 @@ const (
 	SignalIntentChanged = "intent-changed"
 )
 
-// PlaceOrder is the input of OrderWorkflow.
+// PlaceOrder is the input of Order.
 type PlaceOrder struct {
 	Order order.Order
 	Policy
@@ -89,43 +89,12 @@ const DefaultLookupDelay = time.Minute
 // outcome).
 const sameKeyRetry = 5 * time.Second
 
-// The versioned changes of OrderWorkflow, in the order they landed; steps asks each
-// once per run. A run started before one takes the path in order_legacy.go.
-const (
-	// changePayments protects runs that predate fixed-length provider keys, lookups
-	// of unknown outcomes and steps that wait out outages.
-	changePayments = "payments-reconcile"
-	// changeLocalStore protects runs whose Postgres steps are regular activities.
-	changeLocalStore = "local-store-steps"
-	// changeLocalPublish protects runs that publish only through a regular activity.
-	changeLocalPublish = "local-publish"
-	// changeIntents protects runs that pay through the Charges API, reconciled by
-	// search, instead of one PaymentIntent read back by ID.
-	changeIntents = "payment-intents"
-	// changeBoundedHistory protects runs that wait out refused credentials, a key in
-	// use, a processing intent and Postgres outages with workflow timers, and never
-	// continue as new.
-	changeBoundedHistory = "bounded-history"
-	// changeCustomerAction protects runs that wait on an intent's customer like on a
-	// processing intent: no PAYMENT_ACTION_REQUIRED, no timeout, no webhook wake-up.
-	changeCustomerAction = "customer-action"
-	// changePayInOneCall protects runs that create and confirm their intent in two
-	// activities. Runs since it ask no other change, since every earlier one is in
-	// them: each change a new run asks costs a marker and an upsert of the
-	// TemporalChangeVersion search attribute, and the six before it cost twelve
-	// events and six visibility writes per order.
-	changePayInOneCall = "pay-in-one-call"
-)
-
-// noDeadline is a timeout no outage reaches (Temporal has no "never").
-const noDeadline = 10 * 365 * 24 * time.Hour
-
 // OrderResult is the order as the workflow sees it; the status query returns it too.
 type OrderResult struct {
 	OrderID   string
 	Status    order.Status
-	ChargeID  string
-	IntentID  string // the order's PaymentIntent (runs since changeIntents)
+	ChargeID  string // the intent's charge, once it succeeded
+	IntentID  string // the order's PaymentIntent
 	RefundID  string
 	Failure   string
 	Fulfilled bool
@@ -135,20 +104,17 @@ type OrderResult struct {
 // the order, its guarded transitions) are local activities: short, idempotent
 // writes that need no round trip through the server to be scheduled. So is the
 // publish's first attempt, one Kafka write, idempotent for consumers by its
-// eventId. The charge and a refund are the only activities scheduled through the
+// eventId. The payment's calls are the only activities scheduled through the
 // server while Kafka answers.
 type steps struct {
-	store        workflow.Context // a local activity unless storeRegular
-	storeRegular bool             // runs before changeLocalStore
-	storeRetry   workflow.Context // the regular store once its local attempts failed; nil before changeBoundedHistory
-	pay          workflow.Context // the Charges API's calls, and refunds
-	intent       workflow.Context // creating and refunding the order's PaymentIntent
-	confirm      workflow.Context // confirming it
+	store        workflow.Context // a local activity
+	storeRetry   workflow.Context // the regular store once its local attempts failed
+	intent       workflow.Context // cancelling and refunding the order's PaymentIntent
+	confirm      workflow.Context // confirming it again
 	payIntent    workflow.Context // creating and confirming it in one activity
-	poll         workflow.Context // reading it until it settles; nil before changeBoundedHistory
-	lookup       workflow.Context
+	lookup       workflow.Context // reading it, and sweeping orphans
 	publishRetry workflow.Context // the regular publish
-	publishLocal workflow.Context // its local first attempt; nil in runs before changeLocalPublish
+	publishLocal workflow.Context // its local first attempt
 }
 
 // retryForever retries with capped backoff and no deadline: an outage of Postgres,
@@ -158,7 +124,7 @@ func retryForever(maxInterval time.Duration, nonRetryable ...string) *temporal.R
 		MaximumInterval: maxInterval, NonRetryableErrorTypes: nonRetryable}
 }
 
-// currentSteps are the options of runs started since every versioned change.
+// newSteps are the options of the order's activities.
 //
 // Every wait that can last as long as an outage is an activity's retry policy,
 // whose attempts add nothing to the history: refused credentials and a key in use
@@ -174,9 +140,9 @@ func retryForever(maxInterval time.Duration, nonRetryable ...string) *temporal.R
 // and stop other orders' charges; and an attempt cut off by its timeout may still
 // land in Kafka, so each retry may add a copy. When it fails, the regular publish
 // retries until Kafka takes the event.
-func currentSteps(ctx workflow.Context) steps {
-	// intentCalls are the options of an activity whose attempt makes calls provider
-	// calls, each given 2 minutes: above the provider client's 80 s.
+func newSteps(ctx workflow.Context) steps {
+	// intentCalls are the options of an activity each of whose attempts makes calls
+	// provider calls, each given 2 minutes: above the provider client's 80 s.
 	intentCalls := func(calls int, nonRetryable ...string) workflow.Context {
 		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: time.Duration(calls) * 2 * time.Minute,
@@ -196,25 +162,12 @@ func currentSteps(ctx workflow.Context) steps {
 			StartToCloseTimeout: 10 * time.Second,
 			RetryPolicy:         retryForever(30*time.Second, activities.ErrInvalidTransition),
 		}),
-		pay: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Second,
-			HeartbeatTimeout:    5 * time.Second,
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 4,
-				NonRetryableErrorTypes: slices.Concat(final, []string{activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight}),
-			},
-		}),
 		intent: intentCalls(1, final...),
 		// A confirm whose key is in use is answered by reading the intent.
 		confirm: intentCalls(1, slices.Concat(final, []string{activities.ErrPaymentInFlight})...),
 		// The creation and the confirm; the activity itself makes a confirm's key in
 		// use final.
 		payIntent: intentCalls(2, final...),
-		poll: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: 30 * time.Second,
-			RetryPolicy: &temporal.RetryPolicy{InitialInterval: sameKeyRetry, BackoffCoefficient: 2,
-				MaximumInterval: maxIntentPoll},
-		}),
 		lookup: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 30 * time.Second,
 			RetryPolicy:         retryForever(30 * time.Second),
@@ -232,47 +185,11 @@ func currentSteps(ctx workflow.Context) steps {
 	}
 }
 
-// stepsFor asks the versioned changes and returns the path the run takes: the
-// current one, or the legacy one of the first change it predates. A run since
-// changePayInOneCall is current; an older one asks the earlier changes, oldest
-// first, as it did when it was recorded (asked during a replay, a change with no
-// marker answers DefaultVersion and adds no command).
-func stepsFor(ctx workflow.Context) (steps, legacy) {
-	if workflow.GetVersion(ctx, changePayInOneCall, workflow.DefaultVersion, 1) == 1 {
-		return currentSteps(ctx), legacy{}
-	}
-	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
-	}
-	s := currentSteps(ctx)
-	old := stepsBeforeBoundedHistory(ctx, s)
-	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
-	}
-	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		old.publishLocal = nil
-		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
-	}
-	if workflow.GetVersion(ctx, changeIntents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
-	}
-	if workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return old, legacy{beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
-	}
-	if workflow.GetVersion(ctx, changeCustomerAction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return s, legacy{beforeCustomerAction: true, beforeOneCall: true}
-	}
-	return s, legacy{beforeOneCall: true}
-}
-
 // storeStep runs a Postgres step of the order: locally, then, if Postgres is still
 // not answering, as a regular activity that waits for it.
 func (r *run) storeStep(ctx workflow.Context, activity any, args ...any) error {
-	if r.storeRegular {
-		return workflow.ExecuteActivity(r.store, activity, args...).Get(ctx, nil)
-	}
 	err := workflow.ExecuteLocalActivity(r.store, activity, args...).Get(ctx, nil)
-	if err == nil || r.storeRetry == nil || errorType(err) == activities.ErrInvalidTransition {
+	if err == nil || errorType(err) == activities.ErrInvalidTransition {
 		return err
 	}
 	return workflow.ExecuteActivity(r.storeRetry, activity, args...).Get(ctx, nil)
@@ -280,7 +197,6 @@ func (r *run) storeStep(ctx workflow.Context, activity any, args ...any) error {
 
 type run struct {
 	steps
-	legacy
 	in              PlaceOrder
 	res             OrderResult
 	cancelRequested bool
@@ -301,10 +217,11 @@ type run struct {
 	events   *activities.Events
 }
 
-// OrderWorkflow records the order, charges it once, marks it paid and publishes
-// OrderPaid. A decline ends it PAYMENT_DECLINED; a failure after the charge refunds
-// and ends it FAILED; the cancel update cancels or refunds until it is fulfilled.
-func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
+// Order records the order, pays it with one PaymentIntent, marks it paid and
+// publishes OrderPaid. A decline ends it PAYMENT_DECLINED; a failure after the
+// charge refunds and ends it FAILED; the cancel update cancels or refunds until it
+// is fulfilled. (Runs started before it are orderv1.OrderWorkflow's.)
+func Order(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}, cancels: workflow.NewBufferedChannel(ctx, 1)}
 
@@ -334,7 +251,7 @@ func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 }
 
 func (r *run) process(ctx workflow.Context) error {
-	r.steps, r.legacy = stepsFor(ctx)
+	r.steps = newSteps(ctx)
 	if rs := r.in.Resume; rs != nil {
 		r.res, r.gens, r.orphans, r.cancelRequested = rs.Result, rs.Gens, rs.Orphans, r.cancelRequested || rs.CancelRequested
 		if e := rs.Ending; e != nil {
@@ -348,8 +265,7 @@ func (r *run) process(ctx workflow.Context) error {
 			return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 		}
 	}
-	charge, _ := r.paymentPath()
-	if charged, err := charge(ctx); !charged {
+	if charged, err := r.payByIntent(ctx); !charged {
 		return err
 	}
 
@@ -379,23 +295,6 @@ func (r *run) step(key string) activities.Step {
 	return activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: key}
 }
 
-// paymentPath is how the run pays and refunds: one PaymentIntent, or the path of
-// the first change it predates.
-func (r *run) paymentPath() (charge func(workflow.Context) (bool, error), refund func(workflow.Context) (string, error)) {
-	switch {
-	case r.beforePayments:
-		return r.chargeBeforePayments, r.refundBeforePayments
-	case r.beforeIntents:
-		return r.chargeBeforeIntents, r.refundBeforeIntents
-	}
-	return r.payByIntent, r.refundIntent
-}
-
-// chargeInput asks for the order's charge with key.
-func (r *run) chargeInput(key string) activities.ChargeInput {
-	return activities.ChargeInput{Step: r.step(key), PaymentMethod: r.in.Order.PaymentMethod}
-}
-
 // move records a status in the read model and in the workflow's own view.
 func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
 	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
@@ -417,13 +316,8 @@ func (r *run) lookupDelay() time.Duration {
 }
 
 // paymentRef is what the order's payment is known by at the provider: its
-// PaymentIntent, or the charge of runs before changeIntents.
-func (r *run) paymentRef() string {
-	if r.res.IntentID != "" {
-		return r.res.IntentID
-	}
-	return r.res.ChargeID
-}
+// PaymentIntent.
+func (r *run) paymentRef() string { return r.res.IntentID }
 
 // errorType is the Temporal application error type of err ("" for nil, "unknown"
 // for anything else: timeouts, exhausted attempts, a lost worker).
@@ -445,11 +339,7 @@ func (r *run) markPaid(ctx workflow.Context) error {
 	if err := r.move(ctx, order.StatusPaid, r.paymentRef()); err != nil {
 		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
 	}
-	err := r.publish(ctx, activities.EventOrderPaid, "")
-	switch {
-	case err != nil && r.beforePayments:
-		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
-	case err != nil:
+	if err := r.publish(ctx, activities.EventOrderPaid, ""); err != nil {
 		return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
 	}
 	return nil
@@ -458,8 +348,7 @@ func (r *run) markPaid(ctx workflow.Context) error {
 // refundAndEnd is the compensation for a charge that must not stand.
 func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
 	r.ending = &Ending{To: to, Event: event, Reason: reason}
-	_, refund := r.paymentPath()
-	refundID, err := refund(ctx)
+	refundID, err := r.refundIntent(ctx)
 	if err != nil {
 		r.res.Failure = reason + "; refund failed: " + rootMessage(err)
 		return fmt.Errorf("refund payment %s: %w", r.paymentRef(), err)
@@ -469,11 +358,6 @@ func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason 
 		return r.end(ctx, to, event, reason+"; refunded in full elsewhere")
 	}
 	return r.end(ctx, to, event, reason+"; refunded "+refundID)
-}
-
-// refundInput asks for the refund of the order's charge in full with key.
-func (r *run) refundInput(key string) activities.RefundInput {
-	return activities.RefundInput{Step: r.step(key), ChargeID: r.res.ChargeID}
 }
 
 // end records a final status and publishes its event.
@@ -505,10 +389,8 @@ func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 		Status: r.res.Status, Amount: o.Amount, Currency: o.Currency,
 		PaymentRef: r.paymentRef(), Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
 	}
-	if r.publishLocal != nil {
-		if err := workflow.ExecuteLocalActivity(r.publishLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
-			return nil
-		}
+	if err := workflow.ExecuteLocalActivity(r.publishLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
+		return nil
 	}
 	return workflow.ExecuteActivity(r.publishRetry, r.events.Publish, e).Get(ctx, nil)
 }
@@ -593,9 +475,6 @@ type Ending struct {
 // turn counts one turn of a payment loop, and continues the run as new once it has
 // taken maxTurns. An open cancel update answers first (ErrCancelPending).
 func (r *run) turn(ctx workflow.Context) error {
-	if r.beforeBoundedHistory {
-		return nil
-	}
 	if r.turns++; r.turns < maxTurns && !workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 		return nil
 	}
@@ -605,7 +484,7 @@ func (r *run) turn(ctx workflow.Context) error {
 	}
 	next := r.in
 	next.Resume = &Resume{Result: r.res, Gens: r.gens, Orphans: r.orphans, CancelRequested: r.cancelRequested, Ending: r.ending}
-	return workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
+	return workflow.NewContinueAsNewError(ctx, Order, next)
 }
 
 // rootMessage is the innermost error's message, for a readable failure reason.

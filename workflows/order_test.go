@@ -15,7 +15,6 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
@@ -28,9 +27,6 @@ type fakes struct {
 	mu          sync.Mutex
 	transitions []activities.Transition
 	published   []activities.Event
-	chargeKeys  []string
-	attempts    []int32
-	refunds     []activities.RefundInput
 	status      order.Status          // the read model's, as the store would keep it
 	onMove      func(to order.Status) // called on each applied transition (nil: nothing)
 }
@@ -57,12 +53,12 @@ type env struct {
 	confirm func(context.Context, activities.ConfirmInput) (activities.IntentState, error)
 }
 
-// onCreate and onConfirm fake the intent's creation and confirm, in one activity
-// (PayIntent) or two; a fake set before takes precedence.
+// onCreate and onConfirm fake the intent's creation and confirm, which PayIntent
+// composes (a confirm sent again is ConfirmIntent); a fake set before takes
+// precedence.
 func (e *env) onCreate(fn func(context.Context, activities.IntentInput) (activities.IntentResult, error)) {
 	if e.create == nil {
 		e.create = fn
-		e.OnActivity(e.payments.CreateIntent, mock.Anything, mock.Anything).Return(fn).Maybe()
 		e.OnActivity(e.payments.PayIntent, mock.Anything, mock.Anything).Return(
 			func(ctx context.Context, in activities.PayInput) (activities.PayResult, error) {
 				return activities.Pay(ctx, in, e.create, e.confirm)
@@ -89,19 +85,10 @@ func newEnv(t *testing.T) *env {
 		events:                  activities.NewEvents(nil, nil),
 	}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWorkflowID})
-	e.RegisterWorkflow(OrderWorkflow)
+	e.RegisterWorkflow(Order)
 	e.RegisterActivity(e.orders)
 	e.RegisterActivity(e.payments)
 	e.RegisterActivity(e.events)
-	return e
-}
-
-// newChargesEnv is an environment whose run takes the path of runs started before
-// changeIntents: the Charges API, reconciled by search.
-func newChargesEnv(t *testing.T) *env {
-	e := newEnv(t)
-	e.OnGetVersion(changePayInOneCall, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	e.OnGetVersion(changeIntents, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	return e
 }
 
@@ -133,43 +120,7 @@ func (e *env) execute(in PlaceOrder) {
 			f.published = append(f.published, ev)
 			return nil
 		}).Maybe()
-	e.OnActivity(e.payments.Refund, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RefundInput) (activities.RefundResult, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.refunds = append(f.refunds, in)
-			return activities.RefundResult{Key: in.Key, RefundID: "re_1"}, nil
-		}).Maybe()
-	e.ExecuteWorkflow(OrderWorkflow, in)
-}
-
-// onCharge answers the n-th charge call, over attempts and generations, with
-// results[n-1] (the last one repeats).
-func (e *env) onCharge(results ...error) {
-	f := e.f
-	e.OnActivity(e.payments.Charge, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.ChargeInput) (activities.ChargeResult, error) {
-			attempt := activity.GetInfo(ctx).Attempt
-			f.mu.Lock()
-			f.chargeKeys = append(f.chargeKeys, in.Key)
-			f.attempts = append(f.attempts, attempt)
-			n := len(f.chargeKeys)
-			err := results[min(n, len(results))-1]
-			var appErr *temporal.ApplicationError
-			if err == nil || errors.As(err, &appErr) {
-				// The attempt got as far as the provider, so the real activity had
-				// recorded PAYMENT_PENDING; a plain error stands for one that failed
-				// before (Postgres down).
-				if order.CanMove(f.status, order.StatusPaymentPending) {
-					f.status = order.StatusPaymentPending
-				}
-			}
-			f.mu.Unlock()
-			if err != nil {
-				return activities.ChargeResult{}, err
-			}
-			return activities.ChargeResult{Key: in.Key, ChargeID: "ch_1"}, nil
-		})
+	e.ExecuteWorkflow(Order, in)
 }
 
 func placeOrder() PlaceOrder {
@@ -206,9 +157,12 @@ func equal(a, b []string) bool {
 	return true
 }
 
+// paid answers the order's intent with success at once.
+func (e *env) paid() *intents { return e.onIntents(nil, []answer{succeeded()}, nil) }
+
 func TestHappyPath(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	e.paid()
 	e.execute(placeOrder())
 	res := e.result(t)
 	if res.Status != order.StatusPaid || !res.Fulfilled || res.ChargeID != "ch_1" {
@@ -217,61 +171,50 @@ func TestHappyPath(t *testing.T) {
 	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderPaid}) {
 		t.Fatalf("events = %v", got)
 	}
-	last := e.f.transitions[len(e.f.transitions)-1]
-	if last.To != order.StatusPaid || last.PaymentRef != "ch_1" {
-		t.Fatalf("last transition = %+v", last)
-	}
-	if e.f.published[0].WorkflowID != testWorkflowID {
-		t.Fatalf("event workflow ID = %q", e.f.published[0].WorkflowID)
+	if e.f.published[0].WorkflowID != testWorkflowID || e.f.published[0].PaymentRef != "pi_1" {
+		t.Fatalf("event = %+v", e.f.published[0])
 	}
 }
 
 func TestDeclineIsAnOutcomeNotARetryLoop(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(temporal.NewNonRetryableApplicationError("declined", activities.ErrCardDeclined, nil))
+	e := newEnv(t)
+	rec := e.onIntents(nil, []answer{{err: typed(activities.ErrCardDeclined)}}, nil)
 	e.execute(placeOrder())
 	res := e.result(t)
 	if res.Status != order.StatusPaymentDeclined {
 		t.Fatalf("status = %s", res.Status)
 	}
-	if n := len(e.f.chargeKeys); n != 1 {
-		t.Fatalf("charge attempts = %d, want 1", n)
+	if n := len(rec.confirms); n != 1 {
+		t.Fatalf("confirms = %d, want 1", n)
 	}
 	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderPaymentDeclined}) {
 		t.Fatalf("events = %v", got)
 	}
-	if len(e.f.refunds) != 0 {
-		t.Fatal("refunded a declined charge")
+	if len(rec.refunds) != 0 {
+		t.Fatal("refunded a declined payment")
 	}
 }
 
+// A fresh 5xx (or a timeout) is retried by the activity's policy, with the same
+// keys on every attempt: the creation is answered by its replay, the confirm by its.
 func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(errors.New("payment provider: 500"), errors.New("payment provider: 503"), nil)
+	e := newEnv(t)
+	rec := e.onIntents(nil, []answer{{err: errors.New("payment provider: 500")}, {err: errors.New("payment provider: 503")}, succeeded()}, nil)
 	e.execute(placeOrder())
 	res := e.result(t)
 	if res.Status != order.StatusPaid {
 		t.Fatalf("status = %s", res.Status)
 	}
-	if len(e.f.chargeKeys) != 3 {
-		t.Fatalf("charge attempts = %d, want 3", len(e.f.chargeKeys))
-	}
-	want := order.PaymentKey(testWorkflowID, "charge", 0)
-	for i, k := range e.f.chargeKeys {
-		if k != want {
-			t.Fatalf("attempt %d (#%d) used key %q, want %q", i+1, e.f.attempts[i], k, want)
-		}
-	}
-	if e.f.attempts[2] != 3 {
-		t.Fatalf("attempt numbers = %v", e.f.attempts)
+	if !equal(rec.creates, keys("intent", 0, 0, 0)) || !equal(rec.confirms, keys("confirm", 0, 0, 0)) {
+		t.Fatalf("creates %v, confirms %v: want three attempts with the keys of generation 0", rec.creates, rec.confirms)
 	}
 }
 
 // Marking the order PAID is refused (its state forbids it) after money moved: the
-// charge is refunded and the order ends FAILED.
+// payment is refunded and the order ends FAILED.
 func TestFailureAfterChargeRefunds(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	rec := e.paid()
 	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
 		return tr.To == order.StatusPaid
 	})).Return(temporal.NewNonRetryableApplicationError("cannot go to PAID", activities.ErrInvalidTransition, nil))
@@ -280,9 +223,9 @@ func TestFailureAfterChargeRefunds(t *testing.T) {
 	if res.Status != order.StatusFailed || res.RefundID != "re_1" {
 		t.Fatalf("result = %+v, want FAILED with refund re_1", res)
 	}
-	if len(e.f.refunds) != 1 || e.f.refunds[0].ChargeID != "ch_1" || e.f.refunds[0].Amount != 2598 ||
-		e.f.refunds[0].Key != order.PaymentKey(testWorkflowID, "refund", 0) {
-		t.Fatalf("refunds = %+v", e.f.refunds)
+	if len(rec.refunds) != 1 || rec.refunds[0].IntentID != "pi_1" || rec.refunds[0].Amount != 2598 ||
+		rec.refunds[0].Key != order.PaymentKey(testWorkflowID, "refund", 0) {
+		t.Fatalf("refunds = %+v", rec.refunds)
 	}
 	last := e.f.transitions[len(e.f.transitions)-1]
 	if last.To != order.StatusFailed || last.Failure == "" {
@@ -290,12 +233,13 @@ func TestFailureAfterChargeRefunds(t *testing.T) {
 	}
 }
 
-// Postgres down for five minutes while the order is marked paid: the store step (a
+// Postgres down for 45 seconds while the order is marked paid: the store step (a
 // local activity) is retried until it answers; the order ends PAID, never FAILED
-// and refunded.
+// and refunded. (Longer outages move to the regular activity:
+// TestPostgresDownForAWeekKeepsTheHistoryBounded.)
 func TestPostgresOutageIsAWait(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	rec := e.paid()
 	var down time.Time
 	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
 		return tr.To == order.StatusPaid
@@ -303,14 +247,14 @@ func TestPostgresOutageIsAWait(t *testing.T) {
 		if down.IsZero() {
 			down = e.Now()
 		}
-		if e.Now().Sub(down) < 5*time.Minute {
+		if e.Now().Sub(down) < 45*time.Second {
 			return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 		}
 		return nil
 	})
 	e.execute(placeOrder())
-	if res := e.result(t); res.Status != order.StatusPaid || len(e.f.refunds) != 0 {
-		t.Fatalf("result = %+v, refunds %d: want PAID, none", res, len(e.f.refunds))
+	if res := e.result(t); res.Status != order.StatusPaid || len(rec.refunds) != 0 {
+		t.Fatalf("result = %+v, refunds %d: want PAID, none", res, len(rec.refunds))
 	}
 }
 
@@ -318,8 +262,8 @@ func TestPostgresOutageIsAWait(t *testing.T) {
 // refunded. (The test environment gives up after 10 attempts; the chaos suite keeps
 // Kafka down for longer than the old publish budget.)
 func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	rec := e.paid()
 	failures := 0
 	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(func(ctx context.Context, ev activities.Event) error {
 		e.f.mu.Lock()
@@ -333,8 +277,8 @@ func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
 	})
 	e.execute(placeOrder())
 	res := e.result(t)
-	if res.Status != order.StatusPaid || len(e.f.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderPaid}) {
-		t.Fatalf("result %+v, refunds %d, events %v after %d failures: want PAID, none, OrderPaid", res, len(e.f.refunds), e.f.eventTypes(), failures)
+	if res.Status != order.StatusPaid || len(rec.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderPaid}) {
+		t.Fatalf("result %+v, refunds %d, events %v after %d failures: want PAID, none, OrderPaid", res, len(rec.refunds), e.f.eventTypes(), failures)
 	}
 }
 
@@ -344,8 +288,8 @@ func TestPublishFailuresAreRetriedNeverRefunded(t *testing.T) {
 // through a whole outage, they would take every slot and stop other orders'
 // charges.
 func TestPublishOutageMovesToARegularActivity(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	rec := e.paid()
 	var down, lastLocal time.Time
 	local, regular := 0, 0
 	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(func(ctx context.Context, ev activities.Event) error {
@@ -368,30 +312,14 @@ func TestPublishOutageMovesToARegularActivity(t *testing.T) {
 	})
 	e.execute(placeOrder())
 	res := e.result(t)
-	if res.Status != order.StatusPaid || len(e.f.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderPaid}) {
-		t.Fatalf("result %+v, refunds %d, events %v: want PAID, none, OrderPaid", res, len(e.f.refunds), e.f.eventTypes())
+	if res.Status != order.StatusPaid || len(rec.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderPaid}) {
+		t.Fatalf("result %+v, refunds %d, events %v: want PAID, none, OrderPaid", res, len(rec.refunds), e.f.eventTypes())
 	}
 	t.Logf("%d local attempts over %s, then %d regular ones", local, lastLocal.Sub(down), regular)
 	if local != 1 || regular != 3 || lastLocal.Sub(down) > 10*time.Second {
 		t.Fatalf("%d local attempts (the last %s into the outage), %d regular: want one local, then regular ones",
 			local, lastLocal.Sub(down), regular)
 	}
-}
-
-// onLookup answers lookups with found (or not), recording them.
-func (e *env) onLookup(found ...bool) *[]activities.LookupInput {
-	var asked []activities.LookupInput
-	e.OnActivity(e.payments.Lookup, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.LookupInput) (activities.LookupResult, error) {
-			e.f.mu.Lock()
-			defer e.f.mu.Unlock()
-			asked = append(asked, in)
-			if found[min(len(asked), len(found))-1] {
-				return activities.LookupResult{Found: true, ID: "ch_found"}, nil
-			}
-			return activities.LookupResult{}, nil
-		})
-	return &asked
 }
 
 func (e *env) statuses() []order.Status {
@@ -404,83 +332,22 @@ func (e *env) statuses() []order.Status {
 	return out
 }
 
-// A saved 5xx: the same key can never tell, so the order goes PAYMENT_UNKNOWN, waits
-// the lookup delay and looks the charge up. Found: PAID with that charge, no second
-// charge.
-func TestUnknownOutcomeFoundByLookup(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(temporal.NewNonRetryableApplicationError("500 replayed", activities.ErrPaymentUnknown, nil))
-	asked := e.onLookup(true)
-	in := placeOrder()
-	in.LookupDelay = 90 * time.Second
-	e.execute(in)
-	res := e.result(t)
-	if res.Status != order.StatusPaid || res.ChargeID != "ch_found" || len(e.f.chargeKeys) != 1 || len(*asked) != 1 {
-		t.Fatalf("result %+v after %d charges and %d lookups: want PAID with ch_found, 1 and 1", res, len(e.f.chargeKeys), len(*asked))
-	}
-	if got := e.statuses(); len(got) != 2 || got[0] != order.StatusPaymentUnknown || got[1] != order.StatusPaid {
-		t.Fatalf("transitions = %v, want PAYMENT_UNKNOWN then PAID", got)
-	}
-	if (*asked)[0].Key != order.PaymentKey(testWorkflowID, "charge", 0) || (*asked)[0].ChargeID != "" {
-		t.Fatalf("lookup = %+v", (*asked)[0])
-	}
-	if e.Now().Sub(time.Time{}) < 0 { // the environment's clock moved by the delay
-		t.Fatal("unreachable")
-	}
-}
-
-// Not found after the window: charged again with the next generation's key; every
-// attempt used a fixed-length key, and attempts never count as generations.
-func TestUnknownOutcomeNotFoundChargesWithTheNextKey(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(errors.New("timeout"), errors.New("timeout"), errors.New("timeout"), errors.New("timeout"), nil)
-	e.onLookup(false)
-	e.execute(placeOrder())
-	res := e.result(t)
-	if res.Status != order.StatusPaid || res.ChargeID != "ch_1" {
-		t.Fatalf("result = %+v, keys %v, transitions %v", res, e.f.chargeKeys, e.statuses())
-	}
-	k0, k1 := order.PaymentKey(testWorkflowID, "charge", 0), order.PaymentKey(testWorkflowID, "charge", 1)
-	want := []string{k0, k0, k0, k0, k1}
-	if !equal(e.f.chargeKeys, want) {
-		t.Fatalf("keys = %v, want 4 attempts of generation 0 then generation 1", e.f.chargeKeys)
-	}
-}
-
-// A key still in use at the provider (409: the first request with it runs on, as a
-// provider slower than the client's timeout does) is never an unknown outcome: the
-// same key is sent again after a pause, until the first request's answer comes
-// back, and no lookup or second generation can charge again.
-func TestKeyInUseWaitsForTheFirstRequest(t *testing.T) {
-	e := newChargesEnv(t)
-	inUse := temporal.NewNonRetryableApplicationError("409 idempotency_key_in_use", activities.ErrPaymentInFlight, nil)
-	e.onCharge(inUse, inUse, inUse, inUse, inUse, nil)
-	asked := e.onLookup(false)
-	e.execute(placeOrder())
-	k0 := order.PaymentKey(testWorkflowID, "charge", 0)
-	if res := e.result(t); res.Status != order.StatusPaid || len(*asked) != 0 || !equal(e.f.chargeKeys, []string{k0, k0, k0, k0, k0, k0}) {
-		t.Fatalf("after 409s: %+v, keys %v, %d lookups; want PAID with the first key only, no lookup", res, e.f.chargeKeys, len(*asked))
-	}
-}
-
 // Refused credentials: nothing ran at the provider, so the same key is sent again
-// after a pause, without a lookup; a definite refusal fails the order at once.
+// after a pause, and nothing is read back; a definite refusal fails the order at
+// once.
 func TestCredentialsAreRetriedAndRefusalsAreFinal(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(temporal.NewNonRetryableApplicationError("401", activities.ErrProviderUnauthorized, nil), nil)
-	asked := e.onLookup(false)
+	e := newEnv(t)
+	rec := e.onIntents(nil, []answer{{err: temporal.NewApplicationError("401", activities.ErrProviderUnauthorized)}, succeeded()}, nil)
 	e.execute(placeOrder())
-	if res := e.result(t); res.Status != order.StatusPaid || len(*asked) != 0 ||
-		!equal(e.f.chargeKeys, []string{order.PaymentKey(testWorkflowID, "charge", 0), order.PaymentKey(testWorkflowID, "charge", 0)}) {
-		t.Fatalf("after a 401: %+v, keys %v, %d lookups", res, e.f.chargeKeys, len(*asked))
+	if res := e.result(t); res.Status != order.StatusPaid || len(rec.retrieves) != 0 || !equal(rec.confirms, keys("confirm", 0, 0)) {
+		t.Fatalf("after a 401: %+v, confirms %v, %d reads", res, rec.confirms, len(rec.retrieves))
 	}
 
-	e = newChargesEnv(t)
-	e.onCharge(temporal.NewNonRetryableApplicationError("400", activities.ErrPaymentRejected, nil))
-	asked = e.onLookup(false)
+	e = newEnv(t)
+	rec = e.onIntents(nil, []answer{{err: typed(activities.ErrPaymentRejected)}}, nil)
 	e.execute(placeOrder())
-	if res := e.result(t); res.Status != order.StatusFailed || len(*asked) != 0 || len(e.f.refunds) != 0 {
-		t.Fatalf("after a refusal: %+v, %d lookups, %d refunds", res, len(*asked), len(e.f.refunds))
+	if res := e.result(t); res.Status != order.StatusFailed || len(rec.retrieves) != 0 || len(rec.refunds) != 0 {
+		t.Fatalf("after a refusal: %+v, %d reads, %d refunds", res, len(rec.retrieves), len(rec.refunds))
 	}
 }
 
@@ -497,8 +364,8 @@ func (e *env) cancelAt(t *testing.T, after time.Duration, done func(OrderResult,
 }
 
 func TestCancelBeforePayment(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	rec := e.paid()
 	e.OnActivity(e.orders.RecordOrder, mock.Anything, mock.Anything).After(time.Minute).Return(nil)
 	var upd OrderResult
 	var updErr error
@@ -511,8 +378,8 @@ func TestCancelBeforePayment(t *testing.T) {
 	if updErr != nil || upd.Status != order.StatusCancelled {
 		t.Fatalf("update answered %+v, %v", upd, updErr)
 	}
-	if len(e.f.chargeKeys) != 0 || len(e.f.refunds) != 0 {
-		t.Fatalf("charged %d, refunded %d: want neither", len(e.f.chargeKeys), len(e.f.refunds))
+	if len(rec.creates) != 0 || len(rec.refunds) != 0 {
+		t.Fatalf("paid %d, refunded %d: want neither", len(rec.creates), len(rec.refunds))
 	}
 	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderCancelled}) {
 		t.Fatalf("events = %v", got)
@@ -520,8 +387,8 @@ func TestCancelBeforePayment(t *testing.T) {
 }
 
 func TestCancelAfterPaymentRefunds(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(nil)
+	e := newEnv(t)
+	e.paid()
 	in := placeOrder()
 	in.CancelWindow = time.Hour
 	var upd OrderResult
@@ -541,8 +408,8 @@ func TestCancelAfterPaymentRefunds(t *testing.T) {
 }
 
 func TestCancelRejectedOnceSettled(t *testing.T) {
-	e := newChargesEnv(t)
-	e.onCharge(temporal.NewNonRetryableApplicationError("declined", activities.ErrCardDeclined, nil))
+	e := newEnv(t)
+	e.onIntents(nil, []answer{{err: typed(activities.ErrCardDeclined)}}, nil)
 	in := placeOrder()
 	var updErr error
 	// The decline settles the order at once; hold the workflow open with a slow

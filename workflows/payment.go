@@ -11,20 +11,13 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 )
 
-// maxIntentPoll caps the pause between reads of an intent that is processing (or
-// waits on its customer).
-const maxIntentPoll = time.Minute
-
 // maxNewKeyPause caps the pause before a new key after a saved 5xx, doubling from
 // sameKeyRetry: a provider failing every request gets a new intent every few
 // minutes, not every few seconds.
 const maxNewKeyPause = 5 * time.Minute
 
 // newKeyPause is the pause before the key of generation gen+1.
-func (r *run) newKeyPause(gen int) time.Duration {
-	if r.beforeBoundedHistory {
-		return sameKeyRetry
-	}
+func newKeyPause(gen int) time.Duration {
 	return min(sameKeyRetry<<min(gen, 10), maxNewKeyPause)
 }
 
@@ -33,29 +26,24 @@ func (r *run) newKeyPause(gen int) time.Duration {
 const maxRefundRefusals = 3
 
 // payByIntent pays the order with one PaymentIntent: created, recorded in the
-// ledger, then confirmed. An intent succeeds at most once, so no timing, retry or
-// lost answer can take the money twice, and every unknown outcome of the confirm
-// is settled by reading the intent by ID: never by search, never by guessing. It
-// returns true once paid; otherwise it has ended the order.
+// ledger, then confirmed, in one activity (PayIntent). An intent succeeds at most
+// once, so no timing, retry or lost answer can take the money twice, and every
+// unknown outcome of the confirm is settled by reading the intent by ID: never by
+// search, never by guessing. It returns true once paid; otherwise it has ended the
+// order.
 func (r *run) payByIntent(ctx workflow.Context) (bool, error) {
-	if r.res.IntentID == "" { // a resumed run may have it
-		r.res.Status = order.StatusPaymentPending
-		if !r.beforeOneCall {
-			return r.payInOneCall(ctx)
-		}
-		intentID, err := r.createIntent(ctx)
-		if intentID == "" {
-			return false, err
-		}
-		r.res.IntentID = intentID
+	if r.res.IntentID != "" { // a resumed run has it
+		return r.confirmIntent(ctx, nil)
 	}
-	return r.confirmIntent(ctx, nil)
+	r.res.Status = order.StatusPaymentPending
+	return r.payInOneCall(ctx)
 }
 
-// payInOneCall creates and confirms the order's intent in one activity
-// (PayIntent), then acts on the confirm as confirmIntent does. A creation that
-// fails is handled as createIntent handles it, and the next generation's key is
-// tried in another call.
+// payInOneCall creates and confirms the order's intent, then acts on the confirm
+// as confirmIntent does. Only when a creation's answer is lost for good (a saved
+// 5xx) does the next generation's key create another: the first, if it exists,
+// was never recorded, so it is never confirmed and moves no money; sweepOrphans
+// cancels it.
 func (r *run) payInOneCall(ctx workflow.Context) (bool, error) {
 	for {
 		var res activities.PayResult
@@ -92,25 +80,6 @@ func (r *run) intentInput() activities.IntentInput {
 	return activities.IntentInput{Step: r.step(key), Tenant: r.in.Order.Tenant, PaymentMethod: r.in.Order.PaymentMethod}
 }
 
-// createIntent creates the order's intent with the key of generation 0. Only when
-// a creation's answer is lost for good (a saved 5xx) does the next generation's
-// key create another: the first, if it exists, was never recorded, so it is never
-// confirmed and moves no money; sweepOrphans cancels it. Refused credentials and a
-// key in use are waited out by the activity's retry policy (by this loop in runs
-// before changeBoundedHistory).
-func (r *run) createIntent(ctx workflow.Context) (string, error) {
-	for {
-		var res activities.IntentResult
-		err := workflow.ExecuteActivity(r.intent, r.payments.CreateIntent, r.intentInput()).Get(ctx, &res)
-		if err == nil {
-			return res.IntentID, nil
-		}
-		if again, err := r.createFailed(ctx, err); !again {
-			return "", err
-		}
-	}
-}
-
 // createFailed acts on a creation's error: true to try again, with the same key
 // or the next generation's; false when the order has ended or the error stands.
 func (r *run) createFailed(ctx workflow.Context, err error) (bool, error) {
@@ -128,7 +97,7 @@ func (r *run) createFailed(ctx workflow.Context, err error) (bool, error) {
 	if r.cancelRequested {
 		return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
 	}
-	if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Create)); err != nil {
+	if err := workflow.Sleep(ctx, newKeyPause(r.gens.Create)); err != nil {
 		return false, err
 	}
 	r.gens.Create++
@@ -178,7 +147,7 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 		default:
 			return false, err
 		}
-		if st, err = r.awaitIntent(ctx, key, st); err != nil {
+		if st, err = r.awaitOutcome(ctx, key, st); err != nil {
 			return false, err
 		}
 		switch st.Status {
@@ -189,14 +158,12 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 			if st.Declined != "" {
 				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, declineReason(st.Declined))
 			}
-		case activities.IntentCanceled:
-			if !r.beforeCustomerAction { // nothing was charged: the intent cannot succeed any more
-				reason := r.abandoned
-				if reason == "" {
-					reason = "the payment intent was canceled at the provider"
-				}
-				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason)
+		case activities.IntentCanceled: // nothing was charged: the intent cannot succeed any more
+			reason := r.abandoned
+			if reason == "" {
+				reason = "the payment intent was canceled at the provider"
 			}
+			return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason)
 		case activities.IntentRequiresConfirmation:
 			if r.cancelRequested {
 				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the intent was never confirmed")
@@ -215,35 +182,6 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 type confirmed struct {
 	state activities.IntentState
 	err   error
-}
-
-// awaitIntent reads the intent while it is processing or waits on its customer,
-// pausing before each read, from sameKeyRetry doubling up to maxIntentPoll: one
-// activity whose attempts are the reads (workflow timers in runs before
-// changeBoundedHistory). Runs since changeCustomerAction wait in awaitOutcome.
-func (r *run) awaitIntent(ctx workflow.Context, key string, st activities.IntentState) (activities.IntentState, error) {
-	pending := waiting(st.Status)
-	if !r.beforeCustomerAction && pending {
-		return r.awaitOutcome(ctx, key, st)
-	}
-	if r.poll != nil && pending {
-		err := workflow.ExecuteActivity(r.poll, r.payments.AwaitIntent, activities.RetrieveInput{
-			OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key,
-		}).Get(ctx, &st)
-		return st, err
-	}
-	for pause := sameKeyRetry; st.Status == activities.IntentProcessing || st.Status == activities.IntentRequiresAction; pause = min(2*pause, maxIntentPoll) {
-		if err := workflow.Sleep(ctx, pause); err != nil {
-			return st, err
-		}
-		err := workflow.ExecuteActivity(r.lookup, r.payments.RetrieveIntent, activities.RetrieveInput{
-			OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key,
-		}).Get(ctx, &st)
-		if err != nil {
-			return st, err
-		}
-	}
-	return st, nil
 }
 
 // waiting reports the intent statuses an order waits on: processing, and the
@@ -391,7 +329,7 @@ func (r *run) refundIntent(ctx workflow.Context) (string, error) {
 		default:
 			return "", err
 		}
-		if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Refund)); err != nil {
+		if err := workflow.Sleep(ctx, newKeyPause(r.gens.Refund)); err != nil {
 			return "", err
 		}
 		if err := r.turn(ctx); err != nil {

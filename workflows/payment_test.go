@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
@@ -129,34 +128,27 @@ func TestIntentPaidOnce(t *testing.T) {
 	}
 }
 
-// A run since changePayInOneCall creates and confirms its intent in one activity
-// task; an older one, in two.
+// An order creates and confirms its intent in one activity task.
 func TestIntentPaidInOneActivity(t *testing.T) {
-	for _, c := range []struct {
-		version workflow.Version
-		want    []string
-	}{{1, []string{"PayIntent"}}, {workflow.DefaultVersion, []string{"CreateIntent", "ConfirmIntent"}}} {
-		e := newEnv(t)
-		e.OnGetVersion(changePayInOneCall, workflow.DefaultVersion, 1).Return(c.version)
-		rec := e.onIntents(nil, []answer{succeeded()}, nil)
-		var started []string
-		e.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-			started = append(started, info.ActivityType.Name)
-		})
-		e.execute(placeOrder())
-		if res := e.result(t); res.Status != order.StatusPaid || !slices.Equal(started, c.want) ||
-			!equal(rec.creates, keys("intent", 0)) || !equal(rec.confirms, keys("confirm", 0)) {
-			t.Fatalf("version %d: %+v after activities %v (creates %v, confirms %v); want PAID after %v",
-				c.version, res, started, rec.creates, rec.confirms, c.want)
-		}
+	e := newEnv(t)
+	rec := e.onIntents(nil, []answer{succeeded()}, nil)
+	var started []string
+	e.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		started = append(started, info.ActivityType.Name)
+	})
+	e.execute(placeOrder())
+	if res := e.result(t); res.Status != order.StatusPaid || !slices.Equal(started, []string{"PayIntent"}) ||
+		!equal(rec.creates, keys("intent", 0)) || !equal(rec.confirms, keys("confirm", 0)) {
+		t.Fatalf("%+v after activities %v (creates %v, confirms %v); want PAID after PayIntent alone",
+			res, started, rec.creates, rec.confirms)
 	}
 }
 
 func TestIntentDeclined(t *testing.T) {
 	e := newEnv(t)
-	e.onIntents(nil, []answer{{err: typed(activities.ErrCardDeclined)}}, nil)
+	rec := e.onIntents(nil, []answer{{err: typed(activities.ErrCardDeclined)}}, nil)
 	e.execute(placeOrder())
-	if res := e.result(t); res.Status != order.StatusPaymentDeclined || len(e.f.refunds) != 0 {
+	if res := e.result(t); res.Status != order.StatusPaymentDeclined || len(rec.refunds) != 0 {
 		t.Fatalf("result = %+v", res)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // TestReplayRecordedHistories replays histories recorded from the real server
 // (worker's TestRealHistoriesReplay with ORDERFLOW_RECORD_HISTORIES=1). A change to
-// OrderWorkflow that would break running workflows fails here.
+// Order that would break running workflows fails here.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -25,7 +25,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflow(OrderWorkflow)
+			r.RegisterWorkflow(Order)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
 				t.Fatal(err)
 			}

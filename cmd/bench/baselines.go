@@ -14,7 +14,7 @@ import (
 
 // The end-to-end baselines: raw workflows on a worker inside the bench process, on
 // a task queue of their own, with activities that do nothing. (a) has one
-// activity; (b) has OrderWorkflow's shape: record, charge, mark paid, publish, each
+// activity; (b) has the order workflow's shape: record, charge, mark paid, publish, each
 // a regular activity. They measure what the engine allows on this machine for that
 // many steps, so the end-to-end rate has something to be compared with.
 
@@ -72,7 +72,7 @@ func (b *bench) baselineOneActivity(ctx context.Context) (Result, error) {
 	return b.rawWorkflows(ctx, "6a. baseline: raw workflow, 1 no-op activity", "bench.RawOne")
 }
 
-// 6b. Raw workflow of OrderWorkflow's shape (4 no-op activities), start to completion.
+// 6b. Raw workflow of the order workflow's shape (4 no-op activities), start to completion.
 func (b *bench) baselineOrderShape(ctx context.Context) (Result, error) {
 	return b.rawWorkflows(ctx, "6b. baseline: raw workflow, order's shape (4 no-op activities)", "bench.RawShape")
 }

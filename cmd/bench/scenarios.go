@@ -97,7 +97,7 @@ func (b *bench) settle(ctx context.Context) error {
 func (b *bench) baselineStart(ctx context.Context) (Result, error) {
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
 		in := b.placeOrder(fmt.Sprintf("base-%d", i))
-		_, err := b.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.Order.WorkflowID, TaskQueue: b.queue}, workflows.OrderWorkflow, in)
+		_, err := b.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.Order.WorkflowID, TaskQueue: b.queue}, workflows.Order, in)
 		return err
 	})
 	return result("1. baseline start", b.n, total, lat), err

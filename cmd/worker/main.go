@@ -1,4 +1,4 @@
-// Command worker runs orderflow's Temporal worker (OrderWorkflow and its activities)
+// Command worker runs orderflow's Temporal worker (the order workflows and their activities)
 // and the Kafka ingress, and serves /healthz, /readyz and /metrics.
 //
 //	worker                                 run until SIGTERM, then drain

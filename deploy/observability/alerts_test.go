@@ -59,8 +59,8 @@ var alertCases = map[string]struct{ fires, quiet []string }{
 		quiet: latency("temporal_activity_schedule_to_start_latency_seconds", 0.01),
 	},
 	"OrderflowWorkflowTaskFailures": {
-		fires: []string{`temporal_workflow_task_execution_failed_total{workflow_type="OrderWorkflow"} 0+2x60`},
-		quiet: []string{`temporal_workflow_task_execution_failed_total{workflow_type="OrderWorkflow"} 4x60`},
+		fires: []string{`temporal_workflow_task_execution_failed_total{workflow_type="Order"} 0+2x60`},
+		quiet: []string{`temporal_workflow_task_execution_failed_total{workflow_type="Order"} 4x60`},
 	},
 	"OrderflowAPIErrors": {
 		fires: []string{`orderflow_http_requests_total{status="202"} 0+100x60`, `orderflow_http_requests_total{status="503"} 0+10x60`},

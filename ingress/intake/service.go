@@ -58,7 +58,7 @@ type OrderStore interface {
 	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
 }
 
-// Workflows runs OrderWorkflow.
+// Workflows runs workflows.Order.
 type Workflows interface {
 	// Start starts the order's workflow, or finds it: never a second one.
 	Start(ctx context.Context, o order.Order) (Run, error)

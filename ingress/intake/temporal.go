@@ -16,7 +16,7 @@ import (
 	"github.com/orderflow/orderflow/workflows"
 )
 
-// Temporal is Workflows on a Temporal client: OrderWorkflow started so that a
+// Temporal is Workflows on a Temporal client: workflows.Order started so that a
 // duplicate start lands on the existing workflow, running or closed, and the
 // workflow's cancel update.
 type Temporal struct {
@@ -77,10 +77,10 @@ func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
 	return true, nil
 }
 
-// start runs OrderWorkflow under the order's workflow ID, never reusing the ID of a
+// start runs workflows.Order under the order's workflow ID, never reusing the ID of a
 // closed run.
 func (t *Temporal) start(ctx context.Context, o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) (client.WorkflowRun, error) {
-	return t.c.ExecuteWorkflow(ctx, t.startOptions(o, conflict, errIfStarted), workflows.OrderWorkflow, t.input(o))
+	return t.c.ExecuteWorkflow(ctx, t.startOptions(o, conflict, errIfStarted), workflows.Order, t.input(o))
 }
 
 func (t *Temporal) startOptions(o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
@@ -105,7 +105,7 @@ func (t *Temporal) StartSettled(ctx context.Context, o order.Order, wait time.Du
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	op := t.c.NewWithStartWorkflowOperation(t.startOptions(o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false),
-		workflows.OrderWorkflow, t.input(o))
+		workflows.Order, t.input(o))
 	var res workflows.OrderResult
 	h, err := t.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSettled, WaitForStage: client.WorkflowUpdateStageCompleted}})

@@ -39,12 +39,12 @@ type Edge struct{ Parent, Child string }
 // the intent with its provider calls, the OrderPaid publish.
 func OrderEdges(root string) []Edge {
 	return []Edge{
-		{Parent: root, Child: "StartWorkflow:OrderWorkflow"},
-		{Parent: "StartWorkflow:OrderWorkflow", Child: "RunWorkflow:OrderWorkflow"},
-		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:PayIntent"},
+		{Parent: root, Child: "StartWorkflow:Order"},
+		{Parent: "StartWorkflow:Order", Child: "RunWorkflow:Order"},
+		{Parent: "RunWorkflow:Order", Child: "StartActivity:PayIntent"},
 		{Parent: "StartActivity:PayIntent", Child: "RunActivity:PayIntent"},
 		{Parent: "RunActivity:PayIntent", Child: "HTTP POST"},
-		{Parent: "RunWorkflow:OrderWorkflow", Child: "StartActivity:Publish"},
+		{Parent: "RunWorkflow:Order", Child: "StartActivity:Publish"},
 		{Parent: "StartActivity:Publish", Child: "RunActivity:Publish"},
 		{Parent: "RunActivity:Publish", Child: "publish OrderPaid"},
 	}

@@ -1,4 +1,4 @@
-package workflows
+package orderv1
 
 import (
 	"fmt"
@@ -94,7 +94,7 @@ func stepsBeforeLocalStore(ctx workflow.Context, s steps) steps {
 func (r *run) chargeBeforePayments(ctx workflow.Context) (bool, error) {
 	r.res.Status = order.StatusPaymentPending
 	var ch activities.ChargeResult
-	if err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput("")).Get(ctx, &ch); err != nil {
+	if err := workflow.ExecuteActivity(r.pay, r.charges.Charge, r.chargeInput("")).Get(ctx, &ch); err != nil {
 		to, event, reason := order.StatusFailed, activities.EventOrderFailed, "charge failed: "+rootMessage(err)
 		if errorType(err) == activities.ErrCardDeclined {
 			to, event, reason = order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined"
@@ -109,7 +109,7 @@ func (r *run) chargeBeforePayments(ctx workflow.Context) (bool, error) {
 // activity with its retries, no lookup.
 func (r *run) refundBeforePayments(ctx workflow.Context) (string, error) {
 	var re activities.RefundResult
-	err := workflow.ExecuteActivity(r.pay, r.payments.Refund, r.refundInput("")).Get(ctx, &re)
+	err := workflow.ExecuteActivity(r.pay, r.charges.Refund, r.refundInput("")).Get(ctx, &re)
 	return re.RefundID, err
 }
 
@@ -124,7 +124,7 @@ func (r *run) chargeBeforeIntents(ctx workflow.Context) (bool, error) {
 		r.res.Status = order.StatusPaymentPending
 		key := order.PaymentKey(r.in.Order.WorkflowID, "charge", gen)
 		var ch activities.ChargeResult
-		err := workflow.ExecuteActivity(r.pay, r.payments.Charge, r.chargeInput(key)).Get(ctx, &ch)
+		err := workflow.ExecuteActivity(r.pay, r.charges.Charge, r.chargeInput(key)).Get(ctx, &ch)
 		switch errorType(err) {
 		case "":
 			r.res.ChargeID = ch.ChargeID
@@ -167,7 +167,7 @@ func (r *run) lookupCharge(ctx workflow.Context, chargeID, key string) (activiti
 	if err := workflow.Sleep(ctx, r.lookupDelay()); err != nil {
 		return res, err
 	}
-	err := workflow.ExecuteActivity(r.lookup, r.payments.Lookup, activities.LookupInput{
+	err := workflow.ExecuteActivity(r.lookup, r.charges.Lookup, activities.LookupInput{
 		OrderID: r.in.Order.ID, ChargeID: chargeID, Key: key, Amount: r.in.Order.Amount,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -183,7 +183,7 @@ func (r *run) refundBeforeIntents(ctx workflow.Context) (string, error) {
 	for gen := 0; ; {
 		in := r.refundInput(order.PaymentKey(r.in.Order.WorkflowID, "refund", gen))
 		var re activities.RefundResult
-		err := workflow.ExecuteActivity(r.pay, r.payments.Refund, in).Get(ctx, &re)
+		err := workflow.ExecuteActivity(r.pay, r.charges.Refund, in).Get(ctx, &re)
 		kind := errorType(err)
 		switch kind {
 		case "":

@@ -1,0 +1,625 @@
+// Package orderv1 is OrderWorkflow as it was when new orders moved to
+// workflows.Order: frozen, so that runs started before then replay and finish on
+// the code that recorded them, with every versioned change they may carry. Only
+// those runs reach it (no ingress starts it); it is never changed, and it is
+// deleted once the last of them has left Temporal's retention (see the README's
+// "Changing the workflow").
+package orderv1
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// Names clients use to talk to a running OrderWorkflow.
+const (
+	QueryStatus  = "status"
+	UpdateCancel = "cancel"
+	// UpdateSettled answers once the order is settled for a client that waits
+	// (PAID, PAYMENT_DECLINED, FAILED, CANCELLED), waits on its customer, or the
+	// run continues as new: the order as it stands then. The API sends it with the
+	// start (Update-with-Start), so the answer comes when the order settles, not
+	// when the workflow ends (a cancel window can keep it running for long after).
+	UpdateSettled = "settled"
+	// SignalIntentChanged wakes an order that waits on its intent (its customer, or
+	// processing) to read it now: a hint with no content the order trusts, sent by
+	// the provider's webhooks. Any number of them, in any order, does what one does.
+	SignalIntentChanged = "intent-changed"
+)
+
+// PlaceOrder is the input of OrderWorkflow.
+type PlaceOrder struct {
+	Order order.Order
+	Policy
+	// Resume is set when a run continues as new: where the last one stopped.
+	Resume *Resume `json:",omitempty"`
+}
+
+// Policy is how the workflow treats time; both ingresses start workflows with the
+// same one.
+type Policy struct {
+	// CancelWindow keeps a paid order cancellable (with a refund) before it counts as
+	// fulfilled. Zero: fulfilled as soon as it is paid.
+	CancelWindow time.Duration
+	// LookupDelay is how long to wait after an unknown payment outcome before looking
+	// the payment up: the provider's search is eventually consistent, so a charge
+	// made a moment ago may not be found yet. Zero: DefaultLookupDelay.
+	LookupDelay time.Duration
+	// ActionTimeout is how long an order waits on its customer to authenticate
+	// (3-D Secure) before its intent is cancelled and the order ends with nothing
+	// charged. Zero: DefaultActionTimeout.
+	ActionTimeout time.Duration `json:",omitempty"`
+	// IntentPoll caps the pause between reads of an intent that waits on its
+	// customer or is processing: the provider's webhooks wake the order sooner, and
+	// this fallback needs none of them. Zero: DefaultIntentPoll.
+	IntentPoll time.Duration `json:",omitempty"`
+}
+
+// Defaults and bounds of the policy's waits on an intent.
+const (
+	DefaultActionTimeout = time.Hour
+	MaxActionTimeout     = 7 * 24 * time.Hour
+	DefaultIntentPoll    = time.Minute
+	minIntentPoll        = 100 * time.Millisecond
+	maxIntentPollSetting = 10 * time.Minute
+)
+
+// Check reports a policy whose waits are out of their bounds.
+func (p Policy) Check() error {
+	switch {
+	case p.ActionTimeout < 0 || p.ActionTimeout > MaxActionTimeout:
+		return fmt.Errorf("payment action timeout %s: want at most %s", p.ActionTimeout, MaxActionTimeout)
+	case p.IntentPoll != 0 && (p.IntentPoll < minIntentPoll || p.IntentPoll > maxIntentPollSetting):
+		return fmt.Errorf("payment poll interval %s: want %s to %s", p.IntentPoll, minIntentPoll, maxIntentPollSetting)
+	}
+	return nil
+}
+
+// DefaultLookupDelay exceeds the time within which Stripe documents search results
+// to be current ("under a minute").
+const DefaultLookupDelay = time.Minute
+
+// sameKeyRetry is the pause before sending a payment again with the same key: the
+// provider refused our credentials (a rotated secret: nothing ran), or the key is
+// still in use (409: the first request runs on, and the key will answer with its
+// outcome).
+const sameKeyRetry = 5 * time.Second
+
+// The versioned changes of OrderWorkflow, in the order they landed; steps asks each
+// once per run. A run started before one takes the path in order_legacy.go.
+const (
+	// changePayments protects runs that predate fixed-length provider keys, lookups
+	// of unknown outcomes and steps that wait out outages.
+	changePayments = "payments-reconcile"
+	// changeLocalStore protects runs whose Postgres steps are regular activities.
+	changeLocalStore = "local-store-steps"
+	// changeLocalPublish protects runs that publish only through a regular activity.
+	changeLocalPublish = "local-publish"
+	// changeIntents protects runs that pay through the Charges API, reconciled by
+	// search, instead of one PaymentIntent read back by ID.
+	changeIntents = "payment-intents"
+	// changeBoundedHistory protects runs that wait out refused credentials, a key in
+	// use, a processing intent and Postgres outages with workflow timers, and never
+	// continue as new.
+	changeBoundedHistory = "bounded-history"
+	// changeCustomerAction protects runs that wait on an intent's customer like on a
+	// processing intent: no PAYMENT_ACTION_REQUIRED, no timeout, no webhook wake-up.
+	changeCustomerAction = "customer-action"
+	// changePayInOneCall protects runs that create and confirm their intent in two
+	// activities. Runs since it ask no other change, since every earlier one is in
+	// them: each change a new run asks costs a marker and an upsert of the
+	// TemporalChangeVersion search attribute, and the six before it cost twelve
+	// events and six visibility writes per order.
+	changePayInOneCall = "pay-in-one-call"
+)
+
+// noDeadline is a timeout no outage reaches (Temporal has no "never").
+const noDeadline = 10 * 365 * 24 * time.Hour
+
+// OrderResult is the order as the workflow sees it; the status query returns it too.
+type OrderResult struct {
+	OrderID   string
+	Status    order.Status
+	ChargeID  string
+	IntentID  string // the order's PaymentIntent (runs since changeIntents)
+	RefundID  string
+	Failure   string
+	Fulfilled bool
+}
+
+// steps are the options of the workflow's activities. The Postgres steps (recording
+// the order, its guarded transitions) are local activities: short, idempotent
+// writes that need no round trip through the server to be scheduled. So is the
+// publish's first attempt, one Kafka write, idempotent for consumers by its
+// eventId. The charge and a refund are the only activities scheduled through the
+// server while Kafka answers.
+type steps struct {
+	store        workflow.Context // a local activity unless storeRegular
+	storeRegular bool             // runs before changeLocalStore
+	storeRetry   workflow.Context // the regular store once its local attempts failed; nil before changeBoundedHistory
+	pay          workflow.Context // the Charges API's calls, and refunds
+	intent       workflow.Context // creating and refunding the order's PaymentIntent
+	confirm      workflow.Context // confirming it
+	payIntent    workflow.Context // creating and confirming it in one activity
+	poll         workflow.Context // reading it until it settles; nil before changeBoundedHistory
+	lookup       workflow.Context
+	publishRetry workflow.Context // the regular publish
+	publishLocal workflow.Context // its local first attempt; nil in runs before changeLocalPublish
+}
+
+// retryForever retries with capped backoff and no deadline: an outage of Postgres,
+// Kafka or the provider's lookup is a wait, never an outcome.
+func retryForever(maxInterval time.Duration, nonRetryable ...string) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+		MaximumInterval: maxInterval, NonRetryableErrorTypes: nonRetryable}
+}
+
+// currentSteps are the options of runs started since every versioned change.
+//
+// Every wait that can last as long as an outage is an activity's retry policy,
+// whose attempts add nothing to the history: refused credentials and a key in use
+// are sent again with the same key, a processing intent is read again, a Postgres
+// step is retried. What is left to the workflow's own loops (a new key after a
+// saved 5xx) is bounded by continuing as new (turn).
+//
+// The store is a local activity, short and idempotent, for up to a minute of
+// in-process attempts; past that Postgres is down, and the regular activity waits
+// for it (local retries would add timers and workflow tasks to the history). The
+// publish's local attempt is one: a local activity holds a workflow task slot while
+// it runs, so retried through a Kafka outage the publishes would take every slot
+// and stop other orders' charges; and an attempt cut off by its timeout may still
+// land in Kafka, so each retry may add a copy. When it fails, the regular publish
+// retries until Kafka takes the event.
+func currentSteps(ctx workflow.Context) steps {
+	// intentCalls are the options of an activity whose attempt makes calls provider
+	// calls, each given 2 minutes: above the provider client's 80 s.
+	intentCalls := func(calls int, nonRetryable ...string) workflow.Context {
+		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Duration(calls) * 2 * time.Minute,
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy:         retryForever(30*time.Second, nonRetryable...),
+		})
+	}
+	final := []string{activities.ErrCardDeclined, activities.ErrPaymentRejected, activities.ErrPaymentUnknown}
+	return steps{
+		store: workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: time.Minute,
+			StartToCloseTimeout:    10 * time.Second,
+			// Under the workflow task's timeout, so every retry stays in process.
+			RetryPolicy: retryForever(5*time.Second, activities.ErrInvalidTransition),
+		}),
+		storeRetry: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 10 * time.Second,
+			RetryPolicy:         retryForever(30*time.Second, activities.ErrInvalidTransition),
+		}),
+		pay: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 4,
+				NonRetryableErrorTypes: slices.Concat(final, []string{activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight}),
+			},
+		}),
+		intent: intentCalls(1, final...),
+		// A confirm whose key is in use is answered by reading the intent.
+		confirm: intentCalls(1, slices.Concat(final, []string{activities.ErrPaymentInFlight})...),
+		// The creation and the confirm; the activity itself makes a confirm's key in
+		// use final.
+		payIntent: intentCalls(2, final...),
+		poll: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: sameKeyRetry, BackoffCoefficient: 2,
+				MaximumInterval: maxIntentPoll},
+		}),
+		lookup: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy:         retryForever(30 * time.Second),
+		}),
+		publishRetry: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 15 * time.Second,
+			HeartbeatTimeout:    5 * time.Second,
+			RetryPolicy:         retryForever(30 * time.Second),
+		}),
+		publishLocal: workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: 5 * time.Second,
+			StartToCloseTimeout:    5 * time.Second,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		}),
+	}
+}
+
+// stepsFor asks the versioned changes and returns the path the run takes: the
+// current one, or the legacy one of the first change it predates. A run since
+// changePayInOneCall is current; an older one asks the earlier changes, oldest
+// first, as it did when it was recorded (asked during a replay, a change with no
+// marker answers DefaultVersion and adds no command).
+func stepsFor(ctx workflow.Context) (steps, legacy) {
+	if workflow.GetVersion(ctx, changePayInOneCall, workflow.DefaultVersion, 1) == 1 {
+		return currentSteps(ctx), legacy{}
+	}
+	if workflow.GetVersion(ctx, changePayments, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return stepsBeforePayments(ctx), legacy{beforePayments: true, beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
+	}
+	s := currentSteps(ctx)
+	old := stepsBeforeBoundedHistory(ctx, s)
+	if workflow.GetVersion(ctx, changeLocalStore, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return stepsBeforeLocalStore(ctx, old), legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
+	}
+	if workflow.GetVersion(ctx, changeLocalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		old.publishLocal = nil
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
+	}
+	if workflow.GetVersion(ctx, changeIntents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return old, legacy{beforeIntents: true, beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
+	}
+	if workflow.GetVersion(ctx, changeBoundedHistory, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return old, legacy{beforeBoundedHistory: true, beforeCustomerAction: true, beforeOneCall: true}
+	}
+	if workflow.GetVersion(ctx, changeCustomerAction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return s, legacy{beforeCustomerAction: true, beforeOneCall: true}
+	}
+	return s, legacy{beforeOneCall: true}
+}
+
+// storeStep runs a Postgres step of the order: locally, then, if Postgres is still
+// not answering, as a regular activity that waits for it.
+func (r *run) storeStep(ctx workflow.Context, activity any, args ...any) error {
+	if r.storeRegular {
+		return workflow.ExecuteActivity(r.store, activity, args...).Get(ctx, nil)
+	}
+	err := workflow.ExecuteLocalActivity(r.store, activity, args...).Get(ctx, nil)
+	if err == nil || r.storeRetry == nil || errorType(err) == activities.ErrInvalidTransition {
+		return err
+	}
+	return workflow.ExecuteActivity(r.storeRetry, activity, args...).Get(ctx, nil)
+}
+
+type run struct {
+	steps
+	legacy
+	in              PlaceOrder
+	res             OrderResult
+	cancelRequested bool
+	done            bool
+	orphans         bool             // a creation's answer was lost: sweepOrphans runs at the end
+	gens            Generations      // the payment keys' generations in use
+	ending          *Ending          // the refund in progress, and the end it leads to
+	turns           int              // the payment loops' turns in this run
+	resting         bool             // the run is about to continue as new
+	cancels         workflow.Channel // the cancel update's wake-up of a wait on the intent
+	wakes           int              // intent-changed signals acted on in this run
+	abandoned       string           // why the intent was cancelled while it waited on its customer
+
+	// Activity references, always nil: the SDK only needs the methods' names and
+	// signatures; the worker runs them on the registered structs.
+	orders   *activities.Orders
+	payments *activities.Payments
+	charges  *activities.Charges
+	events   *activities.Events
+}
+
+// OrderWorkflow records the order, charges it once, marks it paid and publishes
+// OrderPaid. A decline ends it PAYMENT_DECLINED; a failure after the charge refunds
+// and ends it FAILED; the cancel update cancels or refunds until it is fulfilled.
+func OrderWorkflow(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
+	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}, cancels: workflow.NewBufferedChannel(ctx, 1)}
+
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderResult, error) { return r.res, nil }); err != nil {
+		return r.res, fmt.Errorf("register query: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancel, r.cancel, workflow.UpdateHandlerOptions{
+		Validator: r.validateCancel,
+	}); err != nil {
+		return r.res, fmt.Errorf("register update: %w", err)
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateSettled, r.settled); err != nil {
+		return r.res, fmt.Errorf("register update: %w", err)
+	}
+
+	err := r.process(ctx)
+	if err == nil {
+		err = r.sweepOrphans(ctx)
+	}
+	r.done = true
+	// Let an accepted cancel update return its answer before the workflow closes.
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	// Wake-ups that came when nothing waited are hints the order no longer needs.
+	for workflow.GetSignalChannel(ctx, SignalIntentChanged).ReceiveAsync(nil) {
+	}
+	return r.res, err
+}
+
+func (r *run) process(ctx workflow.Context) error {
+	r.steps, r.legacy = stepsFor(ctx)
+	if rs := r.in.Resume; rs != nil {
+		r.res, r.gens, r.orphans, r.cancelRequested = rs.Result, rs.Gens, rs.Orphans, r.cancelRequested || rs.CancelRequested
+		if e := rs.Ending; e != nil {
+			return r.refundAndEnd(ctx, e.To, e.Event, e.Reason)
+		}
+	} else {
+		if err := r.storeStep(ctx, r.orders.RecordOrder, r.in.Order); err != nil {
+			return fmt.Errorf("record order: %w", err)
+		}
+		if r.cancelRequested {
+			return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+		}
+	}
+	charge, _ := r.paymentPath()
+	if charged, err := charge(ctx); !charged {
+		return err
+	}
+
+	if r.cancelRequested {
+		return r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled during payment")
+	}
+	if err := r.markPaid(ctx); err != nil {
+		return err
+	}
+
+	if r.in.CancelWindow > 0 {
+		cancelled, err := workflow.AwaitWithTimeout(ctx, r.in.CancelWindow, func() bool { return r.cancelRequested })
+		if err != nil {
+			return fmt.Errorf("cancel window: %w", err)
+		}
+		if cancelled {
+			return r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled after payment")
+		}
+	}
+	r.res.Fulfilled = true
+	return nil
+}
+
+// step is the order's payment with key.
+func (r *run) step(key string) activities.Step {
+	o := r.in.Order
+	return activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: key}
+}
+
+// paymentPath is how the run pays and refunds: one PaymentIntent, or the path of
+// the first change it predates.
+func (r *run) paymentPath() (charge func(workflow.Context) (bool, error), refund func(workflow.Context) (string, error)) {
+	switch {
+	case r.beforePayments:
+		return r.chargeBeforePayments, r.refundBeforePayments
+	case r.beforeIntents:
+		return r.chargeBeforeIntents, r.refundBeforeIntents
+	}
+	return r.payByIntent, r.refundIntent
+}
+
+// chargeInput asks for the order's charge with key.
+func (r *run) chargeInput(key string) activities.ChargeInput {
+	return activities.ChargeInput{Step: r.step(key), PaymentMethod: r.in.Order.PaymentMethod}
+}
+
+// move records a status in the read model and in the workflow's own view.
+func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
+	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
+		OrderID: r.in.Order.ID, To: to, PaymentRef: paymentRef,
+	})
+	if err != nil {
+		return fmt.Errorf("record %s: %w", to, err)
+	}
+	r.res.Status = to
+	return nil
+}
+
+// lookupDelay is the provider's search consistency window, as the policy sets it.
+func (r *run) lookupDelay() time.Duration {
+	if r.in.LookupDelay <= 0 {
+		return DefaultLookupDelay
+	}
+	return r.in.LookupDelay
+}
+
+// paymentRef is what the order's payment is known by at the provider: its
+// PaymentIntent, or the charge of runs before changeIntents.
+func (r *run) paymentRef() string {
+	if r.res.IntentID != "" {
+		return r.res.IntentID
+	}
+	return r.res.ChargeID
+}
+
+// errorType is the Temporal application error type of err ("" for nil, "unknown"
+// for anything else: timeouts, exhausted attempts, a lost worker).
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &appErr) && appErr.Type() != "":
+		return appErr.Type()
+	}
+	return "unknown"
+}
+
+// markPaid records PAID and publishes OrderPaid. Recording PAID can only fail if
+// the order's state forbids it, after money moved: the order is refunded. The
+// publish retries until Kafka takes it, and the order stays PAID meanwhile.
+func (r *run) markPaid(ctx workflow.Context) error {
+	if err := r.move(ctx, order.StatusPaid, r.paymentRef()); err != nil {
+		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+	}
+	err := r.publish(ctx, activities.EventOrderPaid, "")
+	switch {
+	case err != nil && r.beforePayments:
+		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+	case err != nil:
+		return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
+	}
+	return nil
+}
+
+// refundAndEnd is the compensation for a charge that must not stand.
+func (r *run) refundAndEnd(ctx workflow.Context, to order.Status, event, reason string) error {
+	r.ending = &Ending{To: to, Event: event, Reason: reason}
+	_, refund := r.paymentPath()
+	refundID, err := refund(ctx)
+	if err != nil {
+		r.res.Failure = reason + "; refund failed: " + rootMessage(err)
+		return fmt.Errorf("refund payment %s: %w", r.paymentRef(), err)
+	}
+	r.res.RefundID = refundID
+	if refundID == "" {
+		return r.end(ctx, to, event, reason+"; refunded in full elsewhere")
+	}
+	return r.end(ctx, to, event, reason+"; refunded "+refundID)
+}
+
+// refundInput asks for the refund of the order's charge in full with key.
+func (r *run) refundInput(key string) activities.RefundInput {
+	return activities.RefundInput{Step: r.step(key), ChargeID: r.res.ChargeID}
+}
+
+// end records a final status and publishes its event.
+func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) error {
+	failure := ""
+	if to != order.StatusCancelled {
+		failure = reason
+	}
+	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
+		OrderID: r.in.Order.ID, To: to, Failure: failure,
+	})
+	if err != nil {
+		return fmt.Errorf("record %s: %w", to, err)
+	}
+	r.res.Status, r.res.Failure = to, failure
+	if err := r.publish(ctx, event, reason); err != nil {
+		return fmt.Errorf("publish %s: %w", event, err)
+	}
+	return nil
+}
+
+// publish sends one of the order's events: a local attempt first, then the
+// regular activity, which holds no workflow task slot while Kafka is not taking
+// writes.
+func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
+	o := r.in.Order
+	e := activities.Event{
+		Type: eventType, OrderID: o.ID, Tenant: o.Tenant, WorkflowID: o.WorkflowID,
+		Status: r.res.Status, Amount: o.Amount, Currency: o.Currency,
+		PaymentRef: r.paymentRef(), Reason: reason, OccurredAt: workflow.Now(ctx).UTC(),
+	}
+	if r.publishLocal != nil {
+		if err := workflow.ExecuteLocalActivity(r.publishLocal, r.events.Publish, e).Get(ctx, nil); err == nil {
+			return nil
+		}
+	}
+	return workflow.ExecuteActivity(r.publishRetry, r.events.Publish, e).Get(ctx, nil)
+}
+
+// ErrNotCancellable is the error type of the cancel update's rejection of an order
+// that is past cancelling (or already being cancelled).
+const ErrNotCancellable = "NotCancellable"
+
+func (r *run) validateCancel() error {
+	if r.res.Status.Terminal() || r.res.Fulfilled || r.cancelRequested || r.done {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("order %s can no longer be cancelled: status %s", r.in.Order.ID, r.res.Status), ErrNotCancellable, nil)
+	}
+	return nil
+}
+
+// ErrCancelPending is the error type of the cancel update's answer when the run
+// continues as new before the order settled: the cancel is accepted, and the next
+// run carries it out.
+const ErrCancelPending = "CancelPending"
+
+// cancel asks the main flow to cancel and answers once the order has settled.
+func (r *run) cancel(ctx workflow.Context) (OrderResult, error) {
+	r.cancelRequested = true
+	r.cancels.SendAsync(true)
+	settled := func() bool { return r.res.Status.Terminal() || r.res.Fulfilled || r.done }
+	if err := workflow.Await(ctx, func() bool { return settled() || r.resting }); err != nil {
+		return r.res, err
+	}
+	if !settled() {
+		return r.res, temporal.NewApplicationError("cancel accepted; the order settles in the workflow's next run", ErrCancelPending)
+	}
+	return r.res, nil
+}
+
+// settled answers UpdateSettled: the order once a waiting client has its answer.
+func (r *run) settled(ctx workflow.Context) (OrderResult, error) {
+	err := workflow.Await(ctx, func() bool { return Answered(r.res.Status) || r.resting || r.done })
+	return r.res, err
+}
+
+// Answered reports the statuses that answer a client waiting for its order: the
+// ends of a payment, and the wait on a customer (whom the client must send on).
+func Answered(s order.Status) bool {
+	switch s {
+	case order.StatusPaid, order.StatusPaymentDeclined, order.StatusFailed, order.StatusCancelled, order.StatusActionRequired:
+		return true
+	}
+	return false
+}
+
+// maxTurns bounds the turns of a run's payment loops, each a new key after an
+// unknown outcome (a saved 5xx) and about a dozen history events: past it, or
+// when the server suggests it, the run continues as new with its state. A run's
+// history stays under about 600 events however long the outage lasts, against
+// Temporal's limit of 51,200.
+const maxTurns = 40
+
+// Resume is what a run hands to the run it continues as: the order as it stands
+// and the keys in use, so the next run sends what this one would have.
+type Resume struct {
+	Result          OrderResult
+	Gens            Generations
+	Orphans         bool
+	CancelRequested bool
+	Ending          *Ending `json:",omitempty"`
+}
+
+// Generations are the generations of the order's payment keys in use.
+type Generations struct {
+	Create, Confirm, Refund int
+	Refused                 int // refunds the provider refused
+}
+
+// Ending is a refund in progress and the end it leads to.
+type Ending struct {
+	To     order.Status
+	Event  string
+	Reason string
+}
+
+// turn counts one turn of a payment loop, and continues the run as new once it has
+// taken maxTurns. An open cancel update answers first (ErrCancelPending).
+func (r *run) turn(ctx workflow.Context) error {
+	if r.beforeBoundedHistory {
+		return nil
+	}
+	if r.turns++; r.turns < maxTurns && !workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		return nil
+	}
+	r.resting = true
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := r.in
+	next.Resume = &Resume{Result: r.res, Gens: r.gens, Orphans: r.orphans, CancelRequested: r.cancelRequested, Ending: r.ending}
+	return workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
+}
+
+// rootMessage is the innermost error's message, for a readable failure reason.
+func rootMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}

@@ -1,0 +1,416 @@
+package orderv1
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// maxIntentPoll caps the pause between reads of an intent that is processing (or
+// waits on its customer).
+const maxIntentPoll = time.Minute
+
+// maxNewKeyPause caps the pause before a new key after a saved 5xx, doubling from
+// sameKeyRetry: a provider failing every request gets a new intent every few
+// minutes, not every few seconds.
+const maxNewKeyPause = 5 * time.Minute
+
+// newKeyPause is the pause before the key of generation gen+1.
+func (r *run) newKeyPause(gen int) time.Duration {
+	if r.beforeBoundedHistory {
+		return sameKeyRetry
+	}
+	return min(sameKeyRetry<<min(gen, 10), maxNewKeyPause)
+}
+
+// maxRefundRefusals bounds how often a refund refused by the provider is tried
+// again with the next key (someone may have refunded part of it meanwhile).
+const maxRefundRefusals = 3
+
+// payByIntent pays the order with one PaymentIntent: created, recorded in the
+// ledger, then confirmed. An intent succeeds at most once, so no timing, retry or
+// lost answer can take the money twice, and every unknown outcome of the confirm
+// is settled by reading the intent by ID: never by search, never by guessing. It
+// returns true once paid; otherwise it has ended the order.
+func (r *run) payByIntent(ctx workflow.Context) (bool, error) {
+	if r.res.IntentID == "" { // a resumed run may have it
+		r.res.Status = order.StatusPaymentPending
+		if !r.beforeOneCall {
+			return r.payInOneCall(ctx)
+		}
+		intentID, err := r.createIntent(ctx)
+		if intentID == "" {
+			return false, err
+		}
+		r.res.IntentID = intentID
+	}
+	return r.confirmIntent(ctx, nil)
+}
+
+// payInOneCall creates and confirms the order's intent in one activity
+// (PayIntent), then acts on the confirm as confirmIntent does. A creation that
+// fails is handled as createIntent handles it, and the next generation's key is
+// tried in another call.
+func (r *run) payInOneCall(ctx workflow.Context) (bool, error) {
+	for {
+		var res activities.PayResult
+		err := workflow.ExecuteActivity(r.payIntent, r.payments.PayIntent, activities.PayInput{
+			IntentInput: r.intentInput(), ConfirmKey: order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm),
+		}).Get(ctx, &res)
+		if res.IntentID == "" {
+			res.IntentID = paidWith(err)
+		}
+		if res.IntentID != "" {
+			r.res.IntentID = res.IntentID
+			return r.confirmIntent(ctx, &confirmed{state: res.State, err: err})
+		}
+		if again, err := r.createFailed(ctx, err); !again {
+			return false, err
+		}
+	}
+}
+
+// paidWith is the intent a PayIntent error came from its confirm with; "" when it
+// came from the creation.
+func paidWith(err error) string {
+	var appErr *temporal.ApplicationError
+	var with activities.PaidWith
+	if errors.As(err, &appErr) && appErr.HasDetails() && appErr.Details(&with) == nil {
+		return with.IntentID
+	}
+	return ""
+}
+
+// intentInput asks for the order's intent with the key of the current generation.
+func (r *run) intentInput() activities.IntentInput {
+	key := order.PaymentKey(r.in.Order.WorkflowID, "intent", r.gens.Create)
+	return activities.IntentInput{Step: r.step(key), Tenant: r.in.Order.Tenant, PaymentMethod: r.in.Order.PaymentMethod}
+}
+
+// createIntent creates the order's intent with the key of generation 0. Only when
+// a creation's answer is lost for good (a saved 5xx) does the next generation's
+// key create another: the first, if it exists, was never recorded, so it is never
+// confirmed and moves no money; sweepOrphans cancels it. Refused credentials and a
+// key in use are waited out by the activity's retry policy (by this loop in runs
+// before changeBoundedHistory).
+func (r *run) createIntent(ctx workflow.Context) (string, error) {
+	for {
+		var res activities.IntentResult
+		err := workflow.ExecuteActivity(r.intent, r.payments.CreateIntent, r.intentInput()).Get(ctx, &res)
+		if err == nil {
+			return res.IntentID, nil
+		}
+		if again, err := r.createFailed(ctx, err); !again {
+			return "", err
+		}
+	}
+}
+
+// createFailed acts on a creation's error: true to try again, with the same key
+// or the next generation's; false when the order has ended or the error stands.
+func (r *run) createFailed(ctx workflow.Context, err error) (bool, error) {
+	switch errorType(err) {
+	case activities.ErrPaymentRejected, activities.ErrCardDeclined:
+		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment refused: "+rootMessage(err))
+	case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+		err := workflow.Sleep(ctx, sameKeyRetry)
+		return err == nil, err
+	case activities.ErrPaymentUnknown:
+	default:
+		return false, err
+	}
+	r.orphans = true
+	if r.cancelRequested {
+		return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+	}
+	if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Create)); err != nil {
+		return false, err
+	}
+	r.gens.Create++
+	err = r.turn(ctx) // continuing as new is an error too
+	return err == nil, err
+}
+
+// confirmIntent confirms the order's intent with the key of generation 0 and acts
+// on what the intent shows: succeeded, paid; declined, PAYMENT_DECLINED;
+// processing (or waiting on its customer), read again until it is not; never
+// confirmed (its confirm's answer lost before it ran), confirmed again with the
+// next generation's key, which cannot charge twice either.
+// first, when set, is the answer of the confirm PayIntent already sent.
+func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error) {
+	for {
+		r.res.Status = order.StatusPaymentPending
+		key := order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm)
+		var st activities.IntentState
+		var err error
+		if first != nil {
+			st, err, first = first.state, first.err, nil
+		} else {
+			err = workflow.ExecuteActivity(r.confirm, r.payments.ConfirmIntent, activities.ConfirmInput{
+				Step: r.step(key), IntentID: r.res.IntentID,
+			}).Get(ctx, &st)
+		}
+		switch kind := errorType(err); kind {
+		case "":
+		case activities.ErrCardDeclined:
+			return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+		case activities.ErrPaymentRejected:
+			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
+		case activities.ErrProviderUnauthorized:
+			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+				return false, err
+			}
+			continue
+		case activities.ErrPaymentInFlight, activities.ErrPaymentUnknown:
+			// Still running at the provider, or its answer lost for good: the
+			// intent says what happened.
+			if kind == activities.ErrPaymentUnknown {
+				if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
+					return false, err
+				}
+			}
+			st.Status = activities.IntentProcessing
+		default:
+			return false, err
+		}
+		if st, err = r.awaitIntent(ctx, key, st); err != nil {
+			return false, err
+		}
+		switch st.Status {
+		case activities.IntentSucceeded:
+			r.res.ChargeID = st.ChargeID
+			return true, nil
+		case activities.IntentRequiresPaymentMethod:
+			if st.Declined != "" {
+				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, declineReason(st.Declined))
+			}
+		case activities.IntentCanceled:
+			if !r.beforeCustomerAction { // nothing was charged: the intent cannot succeed any more
+				reason := r.abandoned
+				if reason == "" {
+					reason = "the payment intent was canceled at the provider"
+				}
+				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason)
+			}
+		case activities.IntentRequiresConfirmation:
+			if r.cancelRequested {
+				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the intent was never confirmed")
+			}
+			r.gens.Confirm++
+			if err := r.turn(ctx); err != nil {
+				return false, err
+			}
+			continue
+		}
+		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment intent "+st.Status)
+	}
+}
+
+// confirmed is the answer of a confirm.
+type confirmed struct {
+	state activities.IntentState
+	err   error
+}
+
+// awaitIntent reads the intent while it is processing or waits on its customer,
+// pausing before each read, from sameKeyRetry doubling up to maxIntentPoll: one
+// activity whose attempts are the reads (workflow timers in runs before
+// changeBoundedHistory). Runs since changeCustomerAction wait in awaitOutcome.
+func (r *run) awaitIntent(ctx workflow.Context, key string, st activities.IntentState) (activities.IntentState, error) {
+	pending := waiting(st.Status)
+	if !r.beforeCustomerAction && pending {
+		return r.awaitOutcome(ctx, key, st)
+	}
+	if r.poll != nil && pending {
+		err := workflow.ExecuteActivity(r.poll, r.payments.AwaitIntent, activities.RetrieveInput{
+			OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key,
+		}).Get(ctx, &st)
+		return st, err
+	}
+	for pause := sameKeyRetry; st.Status == activities.IntentProcessing || st.Status == activities.IntentRequiresAction; pause = min(2*pause, maxIntentPoll) {
+		if err := workflow.Sleep(ctx, pause); err != nil {
+			return st, err
+		}
+		err := workflow.ExecuteActivity(r.lookup, r.payments.RetrieveIntent, activities.RetrieveInput{
+			OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key,
+		}).Get(ctx, &st)
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// waiting reports the intent statuses an order waits on: processing, and the
+// customer's authentication.
+func waiting(status string) bool {
+	return status == activities.IntentProcessing || status == activities.IntentRequiresAction
+}
+
+// declineReason is the failure an order declined with decline code shows.
+func declineReason(code string) string {
+	if code == activities.AuthenticationFailed {
+		return "card declined: the customer did not pass authentication"
+	}
+	return "card declined"
+}
+
+// maxWakes bounds the intent-changed signals a run acts on: each costs a read and
+// a handful of history events, and past it the poll alone settles the wait.
+const maxWakes = 20
+
+// awaitOutcome waits until the intent leaves processing or requires_action and
+// returns it as the provider holds it. A wait ends on whichever comes first: a read
+// of the fallback poll (one activity whose attempts are the reads, at most
+// IntentPoll apart, so nothing depends on webhooks); an intent-changed signal (a
+// webhook: the intent is read at once); and, while the customer must authenticate,
+// the action timeout or a cancel, which cancel the intent. A cancel the provider
+// refuses because the customer authenticated meanwhile is answered by reading the
+// intent: the order goes where the intent is, never where a timer guessed.
+func (r *run) awaitOutcome(ctx workflow.Context, key string, st activities.IntentState) (activities.IntentState, error) {
+	read := activities.RetrieveInput{OrderID: r.in.Order.ID, IntentID: r.res.IntentID, Key: key}
+	wakes := workflow.GetSignalChannel(ctx, SignalIntentChanged)
+	timerCtx, stopTimer := workflow.WithCancel(ctx)
+	defer stopTimer()
+	var deadline workflow.Future
+	for waiting(st.Status) {
+		if err := r.showWait(ctx, st); err != nil {
+			return st, err
+		}
+		customer := st.Status == activities.IntentRequiresAction && r.abandoned == ""
+		if customer && deadline == nil {
+			deadline = workflow.NewTimer(timerCtx, r.actionTimeout())
+		}
+		pollCtx, stopPoll := workflow.WithCancel(ctx)
+		poll := workflow.ExecuteActivity(r.pollOptions(pollCtx), r.payments.AwaitIntent, read)
+		var next activities.IntentState
+		var err error
+		woke := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(poll, func(f workflow.Future) { err = f.Get(ctx, &next) })
+		if r.wakes < maxWakes {
+			sel.AddReceive(wakes, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); woke = true })
+		}
+		if customer {
+			sel.AddFuture(deadline, func(workflow.Future) {
+				r.abandoned = "abandoned: the customer did not authenticate within " + r.actionTimeout().String()
+			})
+			sel.AddReceive(r.cancels, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(ctx, nil)
+				r.abandoned = "cancelled before the customer authenticated"
+			})
+			if r.cancelRequested && r.abandoned == "" {
+				r.abandoned = "cancelled before the customer authenticated"
+			}
+		}
+		if !customer || r.abandoned == "" {
+			sel.Select(ctx)
+		}
+		if !poll.IsReady() {
+			stopPoll() // left behind: its next read is not needed
+		}
+		switch {
+		case customer && r.abandoned != "":
+			err = workflow.ExecuteActivity(r.intent, r.payments.AbandonIntent, activities.AbandonInput{
+				RetrieveInput: read, CancelKey: order.PaymentKey(r.in.Order.WorkflowID, "abandon", 0),
+			}).Get(ctx, &next)
+		case woke:
+			r.wakes++
+			err = workflow.ExecuteActivity(r.lookup, r.payments.RetrieveIntent, read).Get(ctx, &next)
+		}
+		if err != nil {
+			return st, err
+		}
+		st = next
+	}
+	return st, nil
+}
+
+// showWait records what the order waits on: its customer (PAYMENT_ACTION_REQUIRED,
+// with the intent to send them to), or the provider again once they authenticated.
+func (r *run) showWait(ctx workflow.Context, st activities.IntentState) error {
+	switch {
+	case st.Status == activities.IntentRequiresAction && r.res.Status != order.StatusActionRequired:
+		return r.move(ctx, order.StatusActionRequired, r.res.IntentID)
+	case st.Status == activities.IntentProcessing && r.res.Status == order.StatusActionRequired:
+		return r.move(ctx, order.StatusPaymentPending, "")
+	}
+	return nil
+}
+
+// pollOptions are the fallback poll's: a read at once, then pauses doubling from
+// sameKeyRetry up to the policy's IntentPoll.
+func (r *run) pollOptions(ctx workflow.Context) workflow.Context {
+	every := r.in.IntentPoll
+	if every <= 0 {
+		every = DefaultIntentPoll
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: min(sameKeyRetry, every), BackoffCoefficient: 2,
+			MaximumInterval: every},
+	})
+}
+
+// actionTimeout is how long the order waits on its customer, as the policy sets it.
+func (r *run) actionTimeout() time.Duration {
+	if r.in.ActionTimeout <= 0 {
+		return DefaultActionTimeout
+	}
+	return r.in.ActionTimeout
+}
+
+// refundIntent refunds what the order's intent charged and is not refunded yet.
+// A refund whose answer is lost, or that the provider refused (someone refunded
+// part of the payment meanwhile), is followed by the next generation's key: the
+// activity first reads the intent's refunds, so it finds ours if it happened and
+// refunds only what is left otherwise.
+func (r *run) refundIntent(ctx workflow.Context) (string, error) {
+	for {
+		key := order.PaymentKey(r.in.Order.WorkflowID, "refund", r.gens.Refund)
+		var re activities.RefundResult
+		err := workflow.ExecuteActivity(r.intent, r.payments.RefundIntent, activities.RefundIntentInput{
+			Step: r.step(key), IntentID: r.res.IntentID,
+		}).Get(ctx, &re)
+		switch errorType(err) {
+		case "":
+			return re.RefundID, nil
+		case activities.ErrProviderUnauthorized, activities.ErrPaymentInFlight:
+		case activities.ErrPaymentRejected, activities.ErrCardDeclined:
+			if r.gens.Refused++; r.gens.Refused == maxRefundRefusals {
+				return "", err
+			}
+			r.gens.Refund++
+		case activities.ErrPaymentUnknown:
+			r.gens.Refund++
+		default:
+			return "", err
+		}
+		if err := workflow.Sleep(ctx, r.newKeyPause(r.gens.Refund)); err != nil {
+			return "", err
+		}
+		if err := r.turn(ctx); err != nil {
+			return "", err
+		}
+	}
+}
+
+// sweepOrphans cancels, once the order is settled, the intents that lost creation
+// answers may have left: after the provider's search consistency window, since
+// search is how they are found.
+func (r *run) sweepOrphans(ctx workflow.Context) error {
+	if !r.orphans {
+		return nil
+	}
+	if err := workflow.Sleep(ctx, r.lookupDelay()); err != nil {
+		return err
+	}
+	return workflow.ExecuteActivity(r.lookup, r.payments.CancelOrphanIntents, activities.SweepInput{
+		WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, Keep: r.res.IntentID,
+	}).Get(ctx, nil)
+}
