@@ -34,11 +34,11 @@ func (b *bench) restPost(ctx context.Context) (Result, error) {
 		return Result{Scenario: "8a. at rest: POST → 202"}, err
 	}
 	// Let them finish, so the next row runs with nothing else.
-	err = b.until(ctx, 2*time.Minute, func() bool {
-		var n int
-		return b.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID' AND workflow_id LIKE '%:http:rest-%'`,
-			b.tenant).Scan(&n) == nil && n == restOps
-	})
+	ids := make([]string, restOps)
+	for i := range ids {
+		ids[i] = order.IDFor(order.WorkflowID(b.tenant, order.FromHTTP, fmt.Sprintf("rest-%d", i)))
+	}
+	err = b.until(ctx, 2*time.Minute, func() bool { return b.paid(ctx, ids...) })
 	return result("8a. at rest: POST → 202", restOps, total, lat), err
 }
 
@@ -85,10 +85,7 @@ func (b *bench) restEvent(ctx context.Context) (Result, error) {
 			return err
 		}
 		orderID := order.IDFor(order.WorkflowID(b.tenant, order.FromEvent, id))
-		return b.until(ctx, time.Minute, func() bool {
-			var n int
-			return b.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'PAID'`, orderID).Scan(&n) == nil && n == 1
-		})
+		return b.until(ctx, time.Minute, func() bool { return b.paid(ctx, orderID) })
 	})
 	return result(name, restOps, total, lat), err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
 // threeDSOrders is how many 3-D Secure orders each half of scenario 7 pays.
@@ -74,8 +75,9 @@ func (b *bench) authenticatedToPaid(ctx context.Context, key string, slow bool) 
 	}
 	var intent string
 	if err := b.until(ctx, 2*time.Minute, func() bool {
-		return b.pool.QueryRow(ctx, `SELECT payment_ref FROM orders WHERE id = $1 AND status = $2`,
-			v.ID, order.StatusActionRequired).Scan(&intent) == nil
+		o, err := orderstore.New(b.pool).Get(ctx, b.tenant, v.ID)
+		intent = o.PaymentRef
+		return err == nil && o.Status == order.StatusActionRequired
 	}); err != nil {
 		return 0, fmt.Errorf("order %s never asked for its customer: %w", v.ID, err)
 	}
@@ -88,10 +90,7 @@ func (b *bench) authenticatedToPaid(ctx context.Context, key string, slow bool) 
 		return 0, err
 	}
 	resp.Body.Close()
-	if err := b.until(ctx, 3*time.Minute, func() bool {
-		var n int
-		return b.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'PAID'`, v.ID).Scan(&n) == nil && n == 1
-	}); err != nil {
+	if err := b.until(ctx, 3*time.Minute, func() bool { return b.paid(ctx, v.ID) }); err != nil {
 		return 0, fmt.Errorf("order %s not paid: %w", v.ID, err)
 	}
 	return time.Since(acted), nil
@@ -126,4 +125,16 @@ func (b *bench) sandboxPut(path string, body any) error {
 		return fmt.Errorf("PUT %s: %d", path, resp.StatusCode)
 	}
 	return nil
+}
+
+// paid reports whether the bench tenant's orders ids are all PAID, asking the
+// order store one at a time up to the first that is not.
+func (b *bench) paid(ctx context.Context, ids ...string) bool {
+	store := orderstore.New(b.pool)
+	for _, id := range ids {
+		if o, err := store.Get(ctx, b.tenant, id); err != nil || o.Status != order.StatusPaid {
+			return false
+		}
+	}
+	return true
 }
