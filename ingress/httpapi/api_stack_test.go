@@ -19,9 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
+	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/worker/workertest"
@@ -94,9 +94,9 @@ type response struct {
 	body   []byte
 }
 
-func (r response) order(t *testing.T) orderstore.View {
+func (r response) order(t *testing.T) wire.Order {
 	t.Helper()
-	var v orderstore.View
+	var v wire.Order
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Fatalf("decode order %q: %v", r.body, err)
 	}
@@ -261,7 +261,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 		t.Errorf("cross-tenant cancel = %d, want 404", r.status)
 	}
 	r := do(t, http.MethodGet, h.url+"/v1/orders", h.keys[a], "", nil)
-	var list struct{ Data []orderstore.View }
+	var list struct{ Data []wire.Order }
 	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Data) != 1 || list.Data[0].ID != oa.ID {
 		t.Fatalf("tenant a's list = %s (%v)", r.body, err)
 	}

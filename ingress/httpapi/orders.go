@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 )
@@ -151,7 +152,7 @@ func checkParam(v string, max int) string {
 }
 
 // writeOrder answers with the order, or maps the service's error to its problem.
-func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view orderstore.View, err error) {
+func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view wire.Order, err error) {
 	var nc *intake.NotCancellableError
 	switch {
 	case err == nil:
@@ -182,9 +183,9 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, _ := json.Marshal(struct {
-		Data       []orderstore.View `json:"data"`
-		HasMore    bool              `json:"has_more"`
-		NextCursor string            `json:"next_cursor,omitempty"`
+		Data       []wire.Order `json:"data"`
+		HasMore    bool         `json:"has_more"`
+		NextCursor string       `json:"next_cursor,omitempty"`
 	}{views, next != "", next})
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 )
 
@@ -30,9 +30,9 @@ type KeyStore interface {
 // Intake places, reads and cancels orders.
 type Intake interface {
 	Place(ctx context.Context, tenant, key string, req intake.Request, wait time.Duration) intake.Result
-	Get(ctx context.Context, tenant, orderID string) (orderstore.View, error)
-	List(ctx context.Context, tenant string, f intake.Filter) ([]orderstore.View, string, error)
-	Cancel(ctx context.Context, tenant, orderID string) (orderstore.View, error)
+	Get(ctx context.Context, tenant, orderID string) (wire.Order, error)
+	List(ctx context.Context, tenant string, f intake.Filter) ([]wire.Order, string, error)
+	Cancel(ctx context.Context, tenant, orderID string) (wire.Order, error)
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/workflows"
@@ -92,7 +93,7 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 			return unavailable("order read", err)
 		}
 	}
-	out.Body, _ = json.Marshal(view)
+	out.Body, _ = json.Marshal(wire.From(view))
 	if err := s.keys.Complete(cctx, o.Tenant, key, nil, out.Status, out.Body); err != nil {
 		// Not the client's problem: a retry re-claims after the lease and finds the
 		// same workflow.
@@ -105,17 +106,17 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 // tries the start and the wait in one call, answered when the order settles (nil
 // run), on the client's context, which a drain cuts short: whatever became of it,
 // the plain start (idempotent) is what the answer rests on.
-func (s *Requests) start(ctx, cctx context.Context, o order.Order, wait time.Duration, out *Result) (Run, *workflows.OrderResult, orderstore.View, error) {
+func (s *Requests) start(ctx, cctx context.Context, o order.Order, wait time.Duration, out *Result) (Run, *workflows.OrderResult, orderstore.Row, error) {
 	if wait > 0 {
 		if res, err := s.workflows.StartSettled(ctx, o, wait); err == nil {
-			return nil, &res, orderstore.View{}, nil // its workflow has recorded the order: its first step
+			return nil, &res, orderstore.Row{}, nil // its workflow has recorded the order: its first step
 		}
 	}
 	started := time.Now()
 	run, err := s.workflows.Start(cctx, o)
 	out.StartTook = time.Since(started)
 	if err != nil {
-		return nil, nil, orderstore.View{}, err
+		return nil, nil, orderstore.Row{}, err
 	}
 	// The read model has the order before the client hears of it.
 	view, err := s.orders.Record(cctx, o)
@@ -131,7 +132,7 @@ func final(s order.Status) bool {
 // await waits up to wait (on the client's ctx) for the order's workflow to end and
 // returns the order as it stands: 201 if it ended (successfully or not: the order
 // says which), 202 if it still runs.
-func (s *Requests) await(ctx, cctx context.Context, run Run, o order.Order, wait time.Duration) (int, orderstore.View, error) {
+func (s *Requests) await(ctx, cctx context.Context, run Run, o order.Order, wait time.Duration) (int, orderstore.Row, error) {
 	status := http.StatusAccepted
 	wctx, wcancel := context.WithTimeout(ctx, wait)
 	err := run.Get(wctx, nil)
@@ -153,7 +154,7 @@ func (s *Requests) existing(ctx context.Context, o order.Order, key string, req 
 	if err != nil {
 		return Result{}, false
 	}
-	body, _ := json.Marshal(view)
+	body, _ := json.Marshal(wire.From(view))
 	res := Result{Kind: Replayed, OrderID: view.ID, Status: http.StatusAccepted, Body: body}
 	if view.Fingerprint != nil && !SameRequest(view.Fingerprint, req) {
 		res = Result{Kind: Mismatch, OrderID: view.ID}
@@ -183,7 +184,12 @@ func (e *NotCancellableError) Error() string { return "the order is " + string(e
 
 // Cancel cancels one of the tenant's orders (refunding it if it was paid) and returns
 // it as it stands after. Cancelling a cancelled order answers the same.
-func (s *Requests) Cancel(ctx context.Context, tenant, orderID string) (orderstore.View, error) {
+func (s *Requests) Cancel(ctx context.Context, tenant, orderID string) (wire.Order, error) {
+	row, err := s.cancel(ctx, tenant, orderID)
+	return wire.From(row), err
+}
+
+func (s *Requests) cancel(ctx context.Context, tenant, orderID string) (orderstore.Row, error) {
 	view, err := s.get(ctx, tenant, orderID)
 	if err != nil {
 		return view, err
@@ -219,8 +225,9 @@ func (s *Requests) Cancel(ctx context.Context, tenant, orderID string) (ordersto
 // the provider now (never stored: it holds the intent's client secret). Only
 // here: neither lists nor the responses stored for an Idempotency-Key carry it.
 // If the provider does not answer, the order is shown without it.
-func (s *Requests) Get(ctx context.Context, tenant, orderID string) (orderstore.View, error) {
-	v, err := s.get(ctx, tenant, orderID)
+func (s *Requests) Get(ctx context.Context, tenant, orderID string) (wire.Order, error) {
+	row, err := s.get(ctx, tenant, orderID)
+	v := wire.From(row)
 	if err != nil || v.Status != order.StatusActionRequired || s.intents == nil || v.PaymentRef == "" {
 		return v, err
 	}
@@ -245,7 +252,7 @@ type Filter struct {
 }
 
 // List returns a page of the tenant's orders, newest first, and the next cursor.
-func (s *Requests) List(ctx context.Context, tenant string, f Filter) ([]orderstore.View, string, error) {
+func (s *Requests) List(ctx context.Context, tenant string, f Filter) ([]wire.Order, string, error) {
 	switch {
 	case f.EventID != "":
 		f.WorkflowID = order.WorkflowID(tenant, order.FromEvent, f.EventID)
@@ -264,10 +271,10 @@ func (s *Requests) List(ctx context.Context, tenant string, f Filter) ([]orderst
 	if err != nil && !errors.Is(err, ErrBadCursor) {
 		err = &UnavailableError{What: "order list", Err: err}
 	}
-	return views, next, err
+	return wire.List(views), next, err
 }
 
-func (s *Requests) get(ctx context.Context, tenant, orderID string) (orderstore.View, error) {
+func (s *Requests) get(ctx context.Context, tenant, orderID string) (orderstore.Row, error) {
 	view, err := s.orders.Get(ctx, tenant, orderID)
 	switch {
 	case errors.Is(err, orderstore.ErrNotFound):

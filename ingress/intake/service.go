@@ -52,10 +52,10 @@ type EventLog interface {
 
 // OrderStore is the orders read model.
 type OrderStore interface {
-	Record(ctx context.Context, o order.Order) (orderstore.View, error)
-	Get(ctx context.Context, tenant, id string) (orderstore.View, error)
-	GetByWorkflow(ctx context.Context, tenant, workflowID string) (orderstore.View, error)
-	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.View, string, error)
+	Record(ctx context.Context, o order.Order) (orderstore.Row, error)
+	Get(ctx context.Context, tenant, id string) (orderstore.Row, error)
+	GetByWorkflow(ctx context.Context, tenant, workflowID string) (orderstore.Row, error)
+	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.Row, string, error)
 }
 
 // Workflows runs workflows.Order.

@@ -108,32 +108,32 @@ func (f *fakeEvents) MarkProcessed(_ context.Context, group, tenant, id string, 
 	return true, fp, nil
 }
 
-type fakeOrders struct{ views map[string]orderstore.View }
+type fakeOrders struct{ views map[string]orderstore.Row }
 
 func (f *fakeOrders) has(workflowID string) bool {
 	_, err := f.GetByWorkflow(context.Background(), "", workflowID)
 	return err == nil
 }
 
-func (f *fakeOrders) Record(_ context.Context, o order.Order) (orderstore.View, error) {
+func (f *fakeOrders) Record(_ context.Context, o order.Order) (orderstore.Row, error) {
 	if v, ok := f.views[o.ID]; ok {
 		return v, nil
 	}
-	v := orderstore.View{ID: o.ID, Status: order.StatusPending, Amount: o.Amount, WorkflowID: o.WorkflowID, Fingerprint: o.Fingerprint()}
+	v := orderstore.Row{ID: o.ID, Status: order.StatusPending, Amount: o.Amount, WorkflowID: o.WorkflowID, Fingerprint: o.Fingerprint()}
 	f.views[o.ID] = v
 	return v, nil
 }
 
-func (f *fakeOrders) GetByWorkflow(_ context.Context, _ string, workflowID string) (orderstore.View, error) {
+func (f *fakeOrders) GetByWorkflow(_ context.Context, _ string, workflowID string) (orderstore.Row, error) {
 	for _, v := range f.views {
 		if v.WorkflowID == workflowID {
 			return v, nil
 		}
 	}
-	return orderstore.View{}, orderstore.ErrNotFound
+	return orderstore.Row{}, orderstore.ErrNotFound
 }
 
-func (f *fakeOrders) Get(_ context.Context, _ string, id string) (orderstore.View, error) {
+func (f *fakeOrders) Get(_ context.Context, _ string, id string) (orderstore.Row, error) {
 	v, ok := f.views[id]
 	if !ok {
 		return v, orderstore.ErrNotFound
@@ -141,7 +141,7 @@ func (f *fakeOrders) Get(_ context.Context, _ string, id string) (orderstore.Vie
 	return v, nil
 }
 
-func (f *fakeOrders) List(context.Context, string, orderstore.Filter) ([]orderstore.View, string, error) {
+func (f *fakeOrders) List(context.Context, string, orderstore.Filter) ([]orderstore.Row, string, error) {
 	return nil, "", nil
 }
 
@@ -203,7 +203,7 @@ type fixture struct {
 }
 
 func newFixture() *fixture {
-	orders := &fakeOrders{views: map[string]orderstore.View{}}
+	orders := &fakeOrders{views: map[string]orderstore.Row{}}
 	f := &fixture{
 		keys:   &fakeKeys{recs: map[string]*fakeKey{}, orders: orders},
 		events: &fakeEvents{seen: map[string][]byte{}},

@@ -20,31 +20,27 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/provider"
 )
 
 // ErrNotFound is an order that does not exist for the tenant asking.
 var ErrNotFound = errors.New("order not found")
 
-// View is an order as clients see it.
-type View struct {
-	ID         string       `json:"id"`
-	Status     order.Status `json:"status"`
-	CustomerID string       `json:"customer_id"`
-	Currency   string       `json:"currency"`
-	Amount     int64        `json:"amount"`
-	Items      []order.Item `json:"items"`
-	PaymentRef string       `json:"payment_ref,omitempty"`
-	Failure    string       `json:"failure,omitempty"`
-	// NextAction is where to send the customer, while the order waits on them
-	// (read from the provider on GET of the order; never stored).
-	NextAction *provider.NextAction `json:"next_action,omitempty"`
-	CreatedAt  time.Time            `json:"created_at"`
-	UpdatedAt  time.Time            `json:"updated_at"`
-	WorkflowID string               `json:"-"` // internal: not shown to clients
+// Row is an order as the store holds it.
+type Row struct {
+	ID         string
+	Status     order.Status
+	CustomerID string
+	Currency   string
+	Amount     int64
+	Items      []order.Item
+	PaymentRef string
+	Failure    string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	WorkflowID string
 	// Fingerprint is the request's (order.Fingerprint); nil for orders recorded
 	// before fingerprints.
-	Fingerprint []byte `json:"-"`
+	Fingerprint []byte
 }
 
 // DB is what the store runs statements on: a pool, or a transaction that must
@@ -148,25 +144,25 @@ func (s *Store) Insert(ctx context.Context, o order.Order) error {
 
 // Record inserts the order as PENDING if it is new and returns the order as it
 // stands: one round trip for a new order, two for a known one.
-func (s *Store) Record(ctx context.Context, o order.Order) (View, error) {
+func (s *Store) Record(ctx context.Context, o order.Order) (Row, error) {
 	args, err := insertArgs(o)
 	if err != nil {
-		return View{}, err
+		return Row{}, err
 	}
 	v, err := scan(s.db.QueryRow(ctx, insertSQL+` RETURNING `+columns, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, o.Tenant, o.ID) // it existed: read it
 	}
 	if err != nil {
-		return View{}, fmt.Errorf("insert order %s: %w", o.ID, err)
+		return Row{}, fmt.Errorf("insert order %s: %w", o.ID, err)
 	}
 	return v, nil
 }
 
 const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), created_at, updated_at, workflow_id, fingerprint`
 
-func scan(row pgx.Row) (View, error) {
-	var v View
+func scan(row pgx.Row) (Row, error) {
+	var v Row
 	var items []byte
 	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint)
 	if err != nil {
@@ -179,17 +175,17 @@ func scan(row pgx.Row) (View, error) {
 }
 
 // Get returns one of the tenant's orders; another tenant's order is ErrNotFound.
-func (s *Store) Get(ctx context.Context, tenant, id string) (View, error) {
+func (s *Store) Get(ctx context.Context, tenant, id string) (Row, error) {
 	return s.getBy(ctx, "id", tenant, id)
 }
 
 // GetByWorkflow returns the tenant's order of a workflow ID.
-func (s *Store) GetByWorkflow(ctx context.Context, tenant, workflowID string) (View, error) {
+func (s *Store) GetByWorkflow(ctx context.Context, tenant, workflowID string) (Row, error) {
 	return s.getBy(ctx, "workflow_id", tenant, workflowID)
 }
 
 // getBy reads the tenant's order whose column (a unique one, named by the code) is v.
-func (s *Store) getBy(ctx context.Context, column, tenant, v string) (View, error) {
+func (s *Store) getBy(ctx context.Context, column, tenant, v string) (Row, error) {
 	view, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND `+column+` = $2`, tenant, v))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return view, ErrNotFound
@@ -215,7 +211,7 @@ var ErrBadCursor = errors.New("invalid cursor")
 // List returns the tenant's orders, newest first, and the cursor of the next page
 // ("" on the last page). Pagination is keyset on (created_at, id): stable under
 // concurrent inserts.
-func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]View, string, error) {
+func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]Row, string, error) {
 	q := `SELECT ` + columns + ` FROM orders WHERE tenant = $1`
 	args := []any{tenant}
 	if f.WorkflowID != "" {
@@ -245,7 +241,7 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]View, stri
 		return nil, "", fmt.Errorf("list orders: %w", err)
 	}
 	defer rows.Close()
-	out := []View{}
+	out := []Row{}
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
