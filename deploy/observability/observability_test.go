@@ -78,10 +78,11 @@ func metricNames(t *testing.T, where, expr string) []string {
 	return names
 }
 
-// Every alert has a severity, a summary and a runbook that is a README section;
+// Every alert has a severity, a summary and a runbook that is a section of
+// docs/operations.md;
 // every query of the dashboard and the rules is valid PromQL.
 func TestRulesAndDashboardAreValid(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +98,14 @@ func TestRulesAndDashboardAreValid(t *testing.T) {
 			if r.Labels["severity"] != "page" && r.Labels["severity"] != "ticket" {
 				t.Errorf("%s: severity %q, want page or ticket", r.Alert, r.Labels["severity"])
 			}
-			anchor, ok := strings.CutPrefix(r.Annotations["runbook"], "README.md#")
+			anchor, ok := strings.CutPrefix(r.Annotations["runbook"], "docs/operations.md#")
 			if r.Annotations["summary"] == "" || !ok || !slices.Contains(anchors, anchor) {
-				t.Errorf("%s: summary %q, runbook %q: want both, the runbook a README heading", r.Alert, r.Annotations["summary"], r.Annotations["runbook"])
+				t.Errorf("%s: summary %q, runbook %q: want both, the runbook a heading of docs/operations.md", r.Alert, r.Annotations["summary"], r.Annotations["runbook"])
 			}
 		}
 	}
 	if n < 8 {
-		t.Errorf("%d alert rules, want the 8 the README describes", n)
+		t.Errorf("%d alert rules, want the 8 docs/operations.md describes", n)
 	}
 	for where, q := range queries(t) {
 		metricNames(t, where, q)

@@ -1,10 +1,14 @@
 package version_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/orderflow/orderflow/internal/platform/version"
 )
 
 // The version make image links in (the Dockerfile's -X flag) is what the binary
@@ -19,5 +23,20 @@ func TestLinkedVersionIsPrinted(t *testing.T) {
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "api v9.8.7-3-gabc1234" {
 		t.Fatalf("api version: %q %v", out, err)
+	}
+}
+
+// The release a build from source names is CHANGELOG.md's newest.
+func TestReleaseIsTheChangelogsNewest(t *testing.T) {
+	b, err := os.ReadFile("../../../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^## (v\d+\.\d+\.\d+)`).FindStringSubmatch(string(b))
+	if m == nil || m[1] != version.Release {
+		t.Fatalf("CHANGELOG.md's newest release %v, version.Release %s", m, version.Release)
+	}
+	if got := version.String(); !strings.HasPrefix(got, version.Release+" devel") {
+		t.Fatalf("String() = %q, want the release and devel", got)
 	}
 }
