@@ -5,7 +5,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -118,15 +117,8 @@ func TestChaosPartialRefundElsewhereThenCancel(t *testing.T) {
 	if _, err := elsewhere.RefundIntent(context.Background(), "support-tool-1", intentID, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders/"+id+"/cancel", nil)
-	req.Header.Set("Authorization", "Bearer "+r.apiKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("cancel: %d", resp.StatusCode)
+	if code := r.cancel(t, id); code != 200 {
+		t.Fatalf("cancel: %d", code)
 	}
 	r.settledLedger(t, "intent: 1 cent refunded elsewhere, then cancel", id, order.StatusCancelled, 0)
 	if n := len(r.Sim.Refunds()); n != 2 {
