@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderflow/orderflow/internal/platform/version"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
@@ -21,7 +22,7 @@ func TestCommandLine(t *testing.T) {
 		{"--help", 0, "keys create --tenant NAME", "is required"},
 		{"-h", 0, "api migrate", "is required"},
 		{"help", 0, "api version", "is required"},
-		{"version", 0, "api devel", "is required"},
+		{"version", 0, "api " + version.Release + " devel", "is required"},
 		{"keys create --help", 0, "--tenant", "is required"},
 		{"migrate -h", 0, "DATABASE_URL", "is required"},
 		{"keys create", 2, "want --tenant NAME", "is required"},

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/orderflow/orderflow/internal/platform/version"
 )
 
 // The command line is read before any configuration: help and version need no
@@ -17,7 +19,7 @@ func TestCommandLine(t *testing.T) {
 		out, noOut string
 	}{
 		{"--help", 0, "worker dlq redrive [--event-id ID]", "is required"},
-		{"version", 0, "worker devel", "is required"},
+		{"version", 0, "worker " + version.Release + " devel", "is required"},
 		{"dlq redrive --help", 0, "--event-id", "is required"},
 		{"dlq redrive extra", 2, `unexpected argument "extra"`, "is required"},
 		{"dlq", 2, `unknown command "dlq"`, "is required"},

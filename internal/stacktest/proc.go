@@ -102,14 +102,30 @@ func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
+// The addresses FreeAddr has handed out in this test process: a port picked at
+// random is free until its process listens, so two picks in a row may name the
+// same one.
+var (
+	addrMu sync.Mutex
+	addrs  = map[string]bool{}
+)
+
+// FreeAddr returns a loopback address with a port that was free a moment ago, and
+// that no other call in this test process returned.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	addr, err := testkit.FreeAddr()
-	if err != nil {
-		tb.Fatal(err)
+	addrMu.Lock()
+	defer addrMu.Unlock()
+	for {
+		addr, err := testkit.FreeAddr()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !addrs[addr] {
+			addrs[addr] = true
+			return addr
+		}
 	}
-	return addr
 }
 
 // BinaryAt builds a main package of this module as it was at a git commit: the
