@@ -62,7 +62,8 @@ func TestQuickStartAsWritten(t *testing.T) {
 		}
 		out.Write(b)
 	}
-	for _, want := range []string{`"status":"PAID"`, "idempotent-replayed: true", "\n422\n", `"type":"OrderPaid"`} {
+	for _, want := range []string{`"status":"PAID"`, "idempotent-replayed: true", "\n422\n",
+		`"type":"OrderPaid","orderId":"` + order.IDFor(order.WorkflowID("demo", order.FromEvent, "first-event"))} {
 		if !strings.Contains(strings.ToLower(out.String()), strings.ToLower(want)) {
 			t.Errorf("the quick start's output lacks %q", want)
 		}
