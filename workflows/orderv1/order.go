@@ -2,7 +2,7 @@
 // workflows.Order: frozen, so that runs started before then replay and finish on
 // the code that recorded them, with every versioned change they may carry. Only
 // those runs reach it (no ingress starts it); it is never changed, and it is
-// deleted once the last of them has left Temporal's retention (see the README's
+// deleted once the last of them has left Temporal's retention (docs/operations.md,
 // "Changing the workflow").
 package orderv1
 
