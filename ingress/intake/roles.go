@@ -3,7 +3,6 @@ package intake
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
@@ -65,7 +64,7 @@ func NewConsumer(s Setup, group string) *Events {
 func PolicyFromEnv(e *config.Env) workflows.Policy {
 	p := workflows.Policy{
 		CancelWindow:  e.Duration("CANCEL_WINDOW", 0),
-		LookupDelay:   e.Duration("PAYMENT_LOOKUP_DELAY", time.Minute),
+		LookupDelay:   e.Duration("PAYMENT_LOOKUP_DELAY", workflows.DefaultLookupDelay),
 		ActionTimeout: e.Duration("PAYMENT_ACTION_TIMEOUT", workflows.DefaultActionTimeout),
 		IntentPoll:    e.Duration("PAYMENT_POLL_INTERVAL", workflows.DefaultIntentPoll),
 	}

@@ -18,6 +18,11 @@ import (
 // Open connects a pool and pings it, so a wrong URL fails at start, not at first use.
 // tracer, if not nil, traces every query.
 func Open(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	return open(ctx, url, maxConns, func(c *pgx.ConnConfig) { c.Tracer = tracer })
+}
+
+// open is Open with set given each connection's configuration.
+func open(ctx context.Context, url string, maxConns int32, set func(*pgx.ConnConfig)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -25,11 +30,7 @@ func Open(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTrace
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
-	cfg.ConnConfig.Tracer = tracer
-	return open(ctx, cfg)
-}
-
-func open(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	set(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
@@ -77,13 +78,7 @@ const migrationLockTimeout = "5s"
 // MigrateURL opens a small pool on url, applies the migrations and closes it: the
 // binaries' `migrate` command.
 func MigrateURL(ctx context.Context, url string, logger *slog.Logger) error {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return fmt.Errorf("parse DATABASE_URL: %w", err)
-	}
-	cfg.MaxConns = 2
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = migrationLockTimeout
-	pool, err := open(ctx, cfg)
+	pool, err := open(ctx, url, 2, func(c *pgx.ConnConfig) { c.RuntimeParams["lock_timeout"] = migrationLockTimeout })
 	if err != nil {
 		return err
 	}
