@@ -324,3 +324,9 @@ func (a *Payments) CancelOrphanIntents(ctx context.Context, in SweepInput) (int,
 	}
 	return n, nil
 }
+
+// OrderIntent returns the order's intent as the ledger records its creation; ""
+// when no creation was answered.
+func (a *Payments) OrderIntent(ctx context.Context, orderID string) (string, error) {
+	return a.ledger.IntentOfOrder(ctx, orderID)
+}

@@ -6,6 +6,8 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/temporal"
@@ -47,6 +49,28 @@ type Transition struct {
 // non-retryable InvalidTransition.
 func (a *Orders) Transition(ctx context.Context, t Transition) error {
 	return asActivityError(a.store.Move(ctx, t.OrderID, t.To, t.PaymentRef, t.Failure))
+}
+
+// MarkPaid moves the order to PAID like Transition and returns when it was first
+// recorded PAID: a run that pays again an order paid before (a reset, a recovery)
+// finds that time, and anchors the cancel window to it.
+func (a *Orders) MarkPaid(ctx context.Context, t Transition) (time.Time, error) {
+	if err := a.Transition(ctx, Transition{OrderID: t.OrderID, To: order.StatusPaid, PaymentRef: t.PaymentRef}); err != nil {
+		return time.Time{}, err
+	}
+	at, err := a.store.PaidAt(ctx, t.OrderID)
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case at == nil:
+		return time.Time{}, fmt.Errorf("order %s is PAID with no time of payment", t.OrderID)
+	}
+	return *at, nil
+}
+
+// PaidAt returns when the order was first recorded PAID; nil if it never was.
+func (a *Orders) PaidAt(ctx context.Context, orderID string) (*time.Time, error) {
+	return a.store.PaidAt(ctx, orderID)
 }
 
 // asActivityError makes a forbidden transition final for Temporal's retries.

@@ -66,11 +66,12 @@ func actionEnv(t *testing.T, c *customer) *env {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.abandons++
-			if in.CancelKey != order.PaymentKey(testWorkflowID, "abandon", 0) || in.Key != keys("confirm", 0)[0] {
+			if (in.CancelKey != order.PaymentKey(testWorkflowID, "abandon", 0) && in.CancelKey != order.PaymentKey(testWorkflowID, "close", 0)) ||
+				in.Key != keys("confirm", 0)[0] {
 				t.Errorf("abandon %+v", in)
 			}
 			st := c.state(e.Now())
-			if st.Status == activities.IntentRequiresAction {
+			if st.Status == activities.IntentRequiresAction || st.Status == activities.IntentRequiresPaymentMethod {
 				return state(activities.IntentCanceled), nil
 			}
 			return st, nil // the provider refuses to cancel: the intent says what happened

@@ -248,16 +248,16 @@ func TestPostgresDownForAWeekKeepsTheHistoryBounded(t *testing.T) {
 	start := time.Now() // activities' deadlines are on the real clock: never start in the past
 	attempts := 0
 	e, runs := outage(t, start, placeOrder(), func(e *env) {
-		e.OnActivity(e.orders.Transition, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, tr activities.Transition) error {
+		e.OnActivity(e.orders.MarkPaid, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, tr activities.Transition) (time.Time, error) {
 				e.f.mu.Lock()
 				defer e.f.mu.Unlock()
 				attempts++
 				if e.Now().Sub(start) < week {
-					return errors.New("connect: connection refused")
+					return time.Time{}, errors.New("connect: connection refused")
 				}
 				e.f.transitions = append(e.f.transitions, tr)
-				return nil
+				return e.Now(), nil
 			})
 		e.onIntents(nil, []answer{succeeded()}, nil)
 	})

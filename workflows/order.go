@@ -187,16 +187,18 @@ func newSteps(ctx workflow.Context) steps {
 
 // storeStep runs a Postgres step of the order: locally, then, if Postgres is still
 // not answering, as a regular activity that waits for it.
-func (r *run) storeStep(ctx workflow.Context, activity any, args ...any) error {
-	err := workflow.ExecuteLocalActivity(r.store, activity, args...).Get(ctx, nil)
+// out, when not nil, receives the step's result.
+func (r *run) storeStep(ctx workflow.Context, out any, activity any, args ...any) error {
+	err := workflow.ExecuteLocalActivity(r.store, activity, args...).Get(ctx, out)
 	if err == nil || errorType(err) == activities.ErrInvalidTransition {
 		return err
 	}
-	return workflow.ExecuteActivity(r.storeRetry, activity, args...).Get(ctx, nil)
+	return workflow.ExecuteActivity(r.storeRetry, activity, args...).Get(ctx, out)
 }
 
 type run struct {
 	steps
+	v               workflow.Version // changeClosedDoors's: DefaultVersion for runs started before it
 	in              PlaceOrder
 	res             OrderResult
 	cancelRequested bool
@@ -209,6 +211,7 @@ type run struct {
 	cancels         workflow.Channel // the cancel update's wake-up of a wait on the intent
 	wakes           int              // intent-changed signals acted on in this run
 	abandoned       string           // why the intent was cancelled while it waited on its customer
+	declined        string           // why the order is declined, once its intent is being closed
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -224,6 +227,7 @@ type run struct {
 func Order(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}, cancels: workflow.NewBufferedChannel(ctx, 1)}
+	r.v = workflow.GetVersion(ctx, changeClosedDoors, workflow.DefaultVersion, 1)
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderResult, error) { return r.res, nil }); err != nil {
 		return r.res, fmt.Errorf("register query: %w", err)
@@ -238,6 +242,9 @@ func Order(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	}
 
 	err := r.process(ctx)
+	if err != nil && ctx.Err() != nil && r.v >= 1 {
+		err = r.compensate(ctx, err)
+	}
 	if err == nil {
 		err = r.sweepOrphans(ctx)
 	}
@@ -252,32 +259,51 @@ func Order(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 
 func (r *run) process(ctx workflow.Context) error {
 	r.steps = newSteps(ctx)
+	if r.v >= 1 {
+		// A cancel of the workflow waits for the payment's answer, which its
+		// compensation needs.
+		r.payIntent = workflow.WithWaitForCancellation(r.payIntent, true)
+	}
 	if rs := r.in.Resume; rs != nil {
 		r.res, r.gens, r.orphans, r.cancelRequested = rs.Result, rs.Gens, rs.Orphans, r.cancelRequested || rs.CancelRequested
 		if e := rs.Ending; e != nil {
 			return r.refundAndEnd(ctx, e.To, e.Event, e.Reason)
 		}
 	} else {
-		if err := r.storeStep(ctx, r.orders.RecordOrder, r.in.Order); err != nil {
+		if err := r.storeStep(ctx, nil, r.orders.RecordOrder, r.in.Order); err != nil {
 			return fmt.Errorf("record order: %w", err)
 		}
 		if r.cancelRequested {
-			return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+			// A reset replays an order that may have been paid: that one is paid
+			// again (the ledger answers) and its window decides.
+			if paidAt, err := r.paidAt(ctx); err != nil || paidAt == nil {
+				if err != nil {
+					return err
+				}
+				return r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled before payment")
+			}
 		}
 	}
-	if charged, err := r.payByIntent(ctx); !charged {
+	if charged, err := r.pay(ctx); !charged {
 		return err
 	}
 
 	if r.cancelRequested {
-		return r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled during payment")
+		closed, err := r.windowClosedBefore(ctx)
+		if err != nil {
+			return err
+		}
+		if !closed {
+			return r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled during payment")
+		}
 	}
-	if err := r.markPaid(ctx); err != nil {
-		return err
+	paidAt, err := r.markPaid(ctx)
+	if err != nil || (r.v >= 1 && r.res.Status != order.StatusPaid) {
+		return err // ended: refunded, as PAID could not be recorded
 	}
 
-	if r.in.CancelWindow > 0 {
-		cancelled, err := workflow.AwaitWithTimeout(ctx, r.in.CancelWindow, func() bool { return r.cancelRequested })
+	if left := r.windowLeft(ctx, paidAt); r.in.CancelWindow > 0 && left > 0 {
+		cancelled, err := workflow.AwaitWithTimeout(ctx, left, func() bool { return r.cancelRequested })
 		if err != nil {
 			return fmt.Errorf("cancel window: %w", err)
 		}
@@ -289,6 +315,45 @@ func (r *run) process(ctx workflow.Context) error {
 	return nil
 }
 
+// pay pays the order, or settles a payment whose workflow closed before it did.
+func (r *run) pay(ctx workflow.Context) (bool, error) {
+	if rs := r.in.Resume; rs != nil && rs.Recover {
+		return r.recoverPayment(ctx)
+	}
+	return r.payByIntent(ctx)
+}
+
+// windowLeft is what is left of the cancel window of an order first paid at
+// paidAt: a run that pays again an order paid before (a reset, a recovery) never
+// opens a fresh window.
+func (r *run) windowLeft(ctx workflow.Context, paidAt time.Time) time.Duration {
+	if r.v < 1 {
+		return r.in.CancelWindow
+	}
+	return paidAt.Add(r.in.CancelWindow).Sub(workflow.Now(ctx))
+}
+
+// windowClosedBefore reports whether the order was paid before, by an earlier run
+// (a reset replays the payment), longer ago than its cancel window: a cancel then
+// refunds nothing, however fresh the run.
+func (r *run) windowClosedBefore(ctx workflow.Context) (bool, error) {
+	paidAt, err := r.paidAt(ctx)
+	return paidAt != nil && !workflow.Now(ctx).Before(paidAt.Add(r.in.CancelWindow)), err
+}
+
+// paidAt is when the order was first recorded PAID, by any run; nil if never (and
+// for runs started before it was recorded).
+func (r *run) paidAt(ctx workflow.Context) (*time.Time, error) {
+	if r.v < 1 {
+		return nil, nil
+	}
+	var at *time.Time
+	if err := r.storeStep(ctx, &at, r.orders.PaidAt, r.in.Order.ID); err != nil {
+		return nil, fmt.Errorf("read when the order was paid: %w", err)
+	}
+	return at, nil
+}
+
 // step is the order's payment with key.
 func (r *run) step(key string) activities.Step {
 	o := r.in.Order
@@ -297,7 +362,7 @@ func (r *run) step(key string) activities.Step {
 
 // move records a status in the read model and in the workflow's own view.
 func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) error {
-	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
+	err := r.storeStep(ctx, nil, r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: to, PaymentRef: paymentRef,
 	})
 	if err != nil {
@@ -332,17 +397,31 @@ func errorType(err error) string {
 	return "unknown"
 }
 
-// markPaid records PAID and publishes OrderPaid. Recording PAID can only fail if
-// the order's state forbids it, after money moved: the order is refunded. The
-// publish retries until Kafka takes it, and the order stays PAID meanwhile.
-func (r *run) markPaid(ctx workflow.Context) error {
-	if err := r.move(ctx, order.StatusPaid, r.paymentRef()); err != nil {
-		return r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+// markPaid records PAID and publishes OrderPaid, and returns when the order was
+// first recorded PAID (by this run or, before a reset or a recovery, by another),
+// to which its cancel window is anchored. Recording PAID can only fail if the
+// order's state forbids it, after money moved: the order is refunded. The publish
+// retries until Kafka takes it, and the order stays PAID meanwhile.
+func (r *run) markPaid(ctx workflow.Context) (time.Time, error) {
+	paidAt := workflow.Now(ctx)
+	t := activities.Transition{OrderID: r.in.Order.ID, To: order.StatusPaid, PaymentRef: r.paymentRef()}
+	var err error
+	if r.v >= 1 {
+		err = r.storeStep(ctx, &paidAt, r.orders.MarkPaid, t)
+	} else {
+		err = r.storeStep(ctx, nil, r.orders.Transition, t)
 	}
+	switch {
+	case err != nil && r.v >= 1 && ctx.Err() != nil:
+		return paidAt, err // the workflow is cancelled: its compensation refunds
+	case err != nil:
+		return paidAt, r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
+	}
+	r.res.Status = order.StatusPaid
 	if err := r.publish(ctx, activities.EventOrderPaid, ""); err != nil {
-		return fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
+		return paidAt, fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
 	}
-	return nil
+	return paidAt, nil
 }
 
 // refundAndEnd is the compensation for a charge that must not stand.
@@ -366,7 +445,7 @@ func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) e
 	if to != order.StatusCancelled {
 		failure = reason
 	}
-	err := r.storeStep(ctx, r.orders.Transition, activities.Transition{
+	err := r.storeStep(ctx, nil, r.orders.Transition, activities.Transition{
 		OrderID: r.in.Order.ID, To: to, Failure: failure,
 	})
 	if err != nil {
@@ -450,14 +529,23 @@ func Answered(s order.Status) bool {
 const maxTurns = 40
 
 // Resume is what a run hands to the run it continues as: the order as it stands
-// and the keys in use, so the next run sends what this one would have.
+// and the keys in use, so the next run sends what this one would have. The
+// reconciler starts a run with Recover set for an order whose workflow closed
+// before its payment settled: Result carries the order's status and the intent
+// the ledger names.
 type Resume struct {
 	Result          OrderResult
 	Gens            Generations
 	Orphans         bool
 	CancelRequested bool
 	Ending          *Ending `json:",omitempty"`
+	Recover         bool    `json:",omitempty"`
 }
+
+// changeClosedDoors is the change after which a declined order closes its intent,
+// the cancel window is anchored to the time the order was first paid, a cancel of
+// the workflow compensates, and the reconciler's recovery runs exist.
+const changeClosedDoors = "closed-doors"
 
 // Generations are the generations of the order's payment keys in use.
 type Generations struct {

@@ -28,6 +28,7 @@ type fakes struct {
 	transitions []activities.Transition
 	published   []activities.Event
 	status      order.Status          // the read model's, as the store would keep it
+	paidAt      *time.Time            // when the store first recorded PAID
 	onMove      func(to order.Status) // called on each applied transition (nil: nothing)
 }
 
@@ -97,21 +98,40 @@ func newEnv(t *testing.T) *env {
 func (e *env) execute(in PlaceOrder) {
 	f := e.f
 	e.OnActivity(e.orders.RecordOrder, mock.Anything, mock.Anything).Return(nil).Maybe()
-	e.OnActivity(e.orders.Transition, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, tr activities.Transition) error {
+	move := func(_ context.Context, tr activities.Transition) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		// As the order store does: the domain's state machine decides.
+		if tr.To != f.status && !order.CanMove(f.status, tr.To) {
+			return temporal.NewNonRetryableApplicationError("cannot go from "+string(f.status)+" to "+string(tr.To),
+				activities.ErrInvalidTransition, nil)
+		}
+		if tr.To == order.StatusPaid && f.paidAt == nil {
+			now := e.Now()
+			f.paidAt = &now
+		}
+		f.status = tr.To
+		f.transitions = append(f.transitions, tr)
+		if f.onMove != nil {
+			f.onMove(tr.To)
+		}
+		return nil
+	}
+	e.OnActivity(e.orders.Transition, mock.Anything, mock.Anything).Return(move).Maybe()
+	e.OnActivity(e.orders.MarkPaid, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, tr activities.Transition) (time.Time, error) {
+			if err := move(ctx, tr); err != nil {
+				return time.Time{}, err
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			// As the order store does: the domain's state machine decides.
-			if tr.To != f.status && !order.CanMove(f.status, tr.To) {
-				return temporal.NewNonRetryableApplicationError("cannot go from "+string(f.status)+" to "+string(tr.To),
-					activities.ErrInvalidTransition, nil)
-			}
-			f.status = tr.To
-			f.transitions = append(f.transitions, tr)
-			if f.onMove != nil {
-				f.onMove(tr.To)
-			}
-			return nil
+			return *f.paidAt, nil
+		}).Maybe()
+	e.OnActivity(e.orders.PaidAt, mock.Anything, mock.Anything).Return(
+		func(context.Context, string) (*time.Time, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.paidAt, nil
 		}).Maybe()
 	e.OnActivity(e.events.Publish, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, ev activities.Event) error {
@@ -215,9 +235,8 @@ func TestProvider5xxRetriedWithTheSameKey(t *testing.T) {
 func TestFailureAfterChargeRefunds(t *testing.T) {
 	e := newEnv(t)
 	rec := e.paid()
-	e.OnActivity(e.orders.Transition, mock.Anything, mock.MatchedBy(func(tr activities.Transition) bool {
-		return tr.To == order.StatusPaid
-	})).Return(temporal.NewNonRetryableApplicationError("cannot go to PAID", activities.ErrInvalidTransition, nil))
+	e.OnActivity(e.orders.MarkPaid, mock.Anything, mock.Anything).Return(
+		time.Time{}, temporal.NewNonRetryableApplicationError("cannot go to PAID", activities.ErrInvalidTransition, nil))
 	e.execute(placeOrder())
 	res := e.result(t)
 	if res.Status != order.StatusFailed || res.RefundID != "re_1" {

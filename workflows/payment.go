@@ -127,7 +127,15 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 		switch kind := errorType(err); kind {
 		case "":
 		case activities.ErrCardDeclined:
-			return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+			if r.v < 1 {
+				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
+			}
+			closed, err := r.decline(ctx, "card declined")
+			if err != nil {
+				return false, err
+			}
+			first = &confirmed{state: closed}
+			continue
 		case activities.ErrPaymentRejected:
 			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
 		case activities.ErrProviderUnauthorized:
@@ -155,10 +163,22 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 			r.res.ChargeID = st.ChargeID
 			return true, nil
 		case activities.IntentRequiresPaymentMethod:
-			if st.Declined != "" {
+			switch {
+			case st.Declined == "":
+			case r.v < 1 || r.declined != "": // closed already, or closing it failed to
 				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, declineReason(st.Declined))
+			default:
+				closed, err := r.decline(ctx, declineReason(st.Declined))
+				if err != nil {
+					return false, err
+				}
+				first = &confirmed{state: closed}
+				continue
 			}
 		case activities.IntentCanceled: // nothing was charged: the intent cannot succeed any more
+			if r.declined != "" {
+				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, r.declined)
+			}
 			reason := r.abandoned
 			if reason == "" {
 				reason = "the payment intent was canceled at the provider"
@@ -351,4 +371,107 @@ func (r *run) sweepOrphans(ctx workflow.Context) error {
 	return workflow.ExecuteActivity(r.lookup, r.payments.CancelOrphanIntents, activities.SweepInput{
 		WorkflowID: r.in.Order.WorkflowID, OrderID: r.in.Order.ID, Keep: r.res.IntentID,
 	}).Get(ctx, nil)
+}
+
+// decline closes the intent of a declined order before the order says so: an
+// intent left open takes another card through its client secret (Stripe.js's
+// "try another card") and would charge an order that shows PAYMENT_DECLINED. The
+// intent as the close left it is returned: canceled, the order ends declined;
+// succeeded or processing, the customer paid meanwhile, and the order follows.
+func (r *run) decline(ctx workflow.Context, reason string) (activities.IntentState, error) {
+	r.declined = reason
+	return r.closeIntent(ctx)
+}
+
+// closeIntent cancels the order's intent so that nothing can confirm it any more.
+// The provider refuses to cancel an intent that succeeded or is processing; the
+// intent, read by ID, is the answer then.
+func (r *run) closeIntent(ctx workflow.Context) (activities.IntentState, error) {
+	var st activities.IntentState
+	err := workflow.ExecuteActivity(r.intent, r.payments.AbandonIntent, activities.AbandonInput{
+		RetrieveInput: r.readIntent(),
+		CancelKey:     order.PaymentKey(r.in.Order.WorkflowID, "close", 0),
+	}).Get(ctx, &st)
+	return st, err
+}
+
+// readIntent reads the order's intent and settles the current confirm key's
+// ledger row by it.
+func (r *run) readIntent() activities.RetrieveInput {
+	return activities.RetrieveInput{OrderID: r.in.Order.ID, IntentID: r.res.IntentID,
+		Key: order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm)}
+}
+
+// recoverPayment settles the payment of an order whose workflow closed before it
+// did (terminated, timed out, gone): the reconciler starts this run with the
+// intent the ledger names, and the intent decides. Succeeded, the order is paid;
+// processing or waiting on its customer, it is waited on again with the same keys;
+// declined, closed and declined; never confirmed, closed, and the order ends
+// CANCELLED with nothing charged. With no intent, the payment never began.
+func (r *run) recoverPayment(ctx workflow.Context) (bool, error) {
+	if r.res.IntentID == "" {
+		r.orphans = true // a creation whose answer was lost is swept
+		return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "the workflow closed before the payment began")
+	}
+	var st activities.IntentState
+	if err := workflow.ExecuteActivity(r.lookup, r.payments.RetrieveIntent, r.readIntent()).Get(ctx, &st); err != nil {
+		return false, err
+	}
+	if st.Status == activities.IntentRequiresConfirmation || (st.Status == activities.IntentRequiresPaymentMethod && st.Declined == "") {
+		r.abandoned = "the workflow closed before the payment was confirmed"
+		var err error
+		if st, err = r.closeIntent(ctx); err != nil {
+			return false, err
+		}
+	}
+	return r.confirmIntent(ctx, &confirmed{state: st})
+}
+
+// compensate undoes what an operator's cancel of the workflow (temporal workflow
+// cancel) interrupted, in a context the cancel does not reach: the order's intent
+// is closed, and refunded if it charged, and the order ends CANCELLED. A settled
+// order stays as it is; one paid and still in its cancel window is refunded, as a
+// cancel then would. The run still ends cancelled.
+func (r *run) compensate(ctx workflow.Context, cause error) error {
+	if r.res.Status.Terminal() || r.res.Fulfilled {
+		return cause
+	}
+	r.ending = nil // an end the cancel cut short: the compensation decides
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	r.steps = newSteps(ctx)
+	const reason = "the workflow was cancelled"
+	if r.res.Status == order.StatusPaid {
+		return after(cause, r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason+" after payment"))
+	}
+	if r.res.IntentID == "" {
+		// The payment's activity has ended (it is waited for): the ledger names the
+		// intent it created, if any.
+		if err := workflow.ExecuteActivity(r.lookup, r.payments.OrderIntent, r.in.Order.ID).Get(ctx, &r.res.IntentID); err != nil {
+			return after(cause, err)
+		}
+	}
+	if r.res.IntentID == "" {
+		return after(cause, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason+" before payment"))
+	}
+	st, err := r.closeIntent(ctx)
+	for err == nil && waiting(st.Status) {
+		err = workflow.ExecuteActivity(r.pollOptions(ctx), r.payments.AwaitIntent, r.readIntent()).Get(ctx, &st)
+	}
+	switch {
+	case err != nil:
+		return after(cause, err)
+	case st.Status == activities.IntentSucceeded:
+		r.res.ChargeID = st.ChargeID
+		return after(cause, r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason+" during payment"))
+	}
+	return after(cause, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason+" during payment"))
+}
+
+// after is the error a compensated run ends with: the compensation's, or else the
+// cancel that caused it (so the run ends cancelled).
+func after(cause, err error) error {
+	if err != nil {
+		return err
+	}
+	return cause
 }

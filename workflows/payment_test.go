@@ -20,6 +20,7 @@ import (
 // answers the n-th call with the n-th answer (the last repeats).
 type intents struct {
 	creates, confirms, retrieves []string // keys
+	closes                       []string // the intent's cancels, by key
 	refunds                      []activities.RefundIntentInput
 	sweeps                       []activities.SweepInput
 }
@@ -93,6 +94,22 @@ func (e *env) onIntents(creates []error, confirms []answer, retrieves []activiti
 				return activities.RefundResult{}, refundErrs[n-1]
 			}
 			return activities.RefundResult{Key: in.Key, RefundID: "re_1"}, nil
+		}).Maybe()
+	// A close cancels an intent that needs a payment method or a confirm; the
+	// provider refuses any other, and the intent as it stands is the answer.
+	e.OnActivity(e.payments.AbandonIntent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AbandonInput) (activities.IntentState, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			rec.closes = append(rec.closes, in.CancelKey)
+			st := state(activities.IntentCanceled)
+			if n := len(retrieves); n > 0 {
+				st = retrieves[min(len(rec.retrieves), n-1)]
+			}
+			if st.Status == activities.IntentRequiresPaymentMethod || st.Status == activities.IntentRequiresConfirmation {
+				st = state(activities.IntentCanceled)
+			}
+			return st, nil
 		}).Maybe()
 	e.OnActivity(e.payments.CancelOrphanIntents, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SweepInput) (int, error) {

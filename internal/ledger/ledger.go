@@ -175,3 +175,20 @@ func (s *Store) OrderOfIntent(ctx context.Context, intentID string) (string, err
 	}
 	return orderID, nil
 }
+
+// IntentOfOrder returns the newest intent the provider created for the order, as
+// recorded by its creation's row; "" when none was recorded.
+func (s *Store) IntentOfOrder(ctx context.Context, orderID string) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `
+		SELECT provider_id FROM payments
+		WHERE order_id = $1 AND kind = $2 AND provider_id IS NOT NULL
+		ORDER BY created_at DESC LIMIT 1`, orderID, Intent).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the intent of order %s: %w", orderID, err)
+	}
+	return id, nil
+}

@@ -92,6 +92,7 @@ func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef
 		SET status = $2,
 		    payment_ref = COALESCE(NULLIF($3, ''), payment_ref),
 		    failure = COALESCE(NULLIF($4, ''), failure),
+		    paid_at = CASE WHEN $2 = 'PAID' THEN COALESCE(paid_at, now()) ELSE paid_at END,
 		    updated_at = now()
 		WHERE id = $1 AND status = ANY($5)`,
 		id, to, paymentRef, failure, from)
@@ -112,6 +113,19 @@ func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef
 		return nil
 	}
 	return fmt.Errorf("order %s: cannot go from %s to %s: %w", id, current, to, ErrInvalidTransition)
+}
+
+// PaidAt returns when the order was first recorded PAID; nil if it never was.
+// Orders paid before the time was recorded have their last change instead, which
+// for a PAID order is that move.
+func (s *Store) PaidAt(ctx context.Context, id string) (*time.Time, error) {
+	var at *time.Time
+	err := s.db.QueryRow(ctx, `
+		SELECT COALESCE(paid_at, CASE WHEN status = 'PAID' THEN updated_at END) FROM orders WHERE id = $1`, id).Scan(&at)
+	if err != nil {
+		return nil, fmt.Errorf("read when order %s was paid: %w", id, err)
+	}
+	return at, nil
 }
 
 // insertSQL has no conflict target: the order has two unique keys (id and
