@@ -5,6 +5,7 @@ package worker
 import (
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -35,6 +36,8 @@ type Activities struct {
 	Payments *activities.Payments
 	Charges  *activities.Charges // for runs of orderv1 alone
 	Events   *activities.Events
+	// Reconciler runs reconcile passes; nil in a worker that runs none.
+	Reconciler *Reconciler
 }
 
 // Provider is the payment provider the activities call: PaymentIntents, and the
@@ -73,5 +76,9 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w.RegisterActivity(a.Payments)
 	w.RegisterActivity(a.Charges)
 	w.RegisterActivity(a.Events)
+	w.RegisterWorkflow(workflows.Reconcile)
+	if a.Reconciler != nil {
+		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
+	}
 	return w
 }

@@ -9,14 +9,17 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // layout is what worker bootstrap creates.
@@ -50,10 +53,15 @@ func bootstrap(ctx context.Context, getenv func(string) string, l layout, stdout
 	e := config.New(getenv)
 	conn, cluster := e.Temporal(), e.Kafka()
 	events, requests, dlq := topics(e)
+	interval, _ := e.Reconcile()
+	queue := e.Common().TaskQueue
 	if err := e.Err(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	if err := createNamespace(ctx, conn, l.retention, stdout); err != nil {
+		return err
+	}
+	if err := scheduleReconcile(ctx, conn, queue, interval, stdout); err != nil {
 		return err
 	}
 	for _, t := range []struct {
@@ -102,5 +110,47 @@ func createNamespace(ctx context.Context, opts client.Options, retention time.Du
 		return fmt.Errorf("register namespace %s: %w", opts.Namespace, err)
 	}
 	fmt.Fprintf(stdout, "namespace %s registered: retention %s\n", opts.Namespace, retention)
+	return nil
+}
+
+// scheduleReconcile creates the Schedule that starts a reconcile pass every
+// interval on queue, one at a time (a pass still running skips the next), or sets
+// the interval of the one that exists. A namespace registered a moment ago may
+// not take it yet: it is asked again for up to a minute.
+func scheduleReconcile(ctx context.Context, opts client.Options, queue string, interval time.Duration, stdout io.Writer) error {
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("temporal at %s: %w", opts.HostPort, err)
+	}
+	defer c.Close()
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+			ID: workflows.ReconcileSchedule, Spec: spec, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{ID: workflows.ReconcileSchedule, Workflow: workflows.Reconcile, TaskQueue: queue},
+		})
+		var missing *serviceerror.NamespaceNotFound
+		if !errors.As(err, &missing) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		err = c.ScheduleClient().GetHandle(ctx, workflows.ReconcileSchedule).Update(ctx, client.ScheduleUpdateOptions{
+			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+				in.Description.Schedule.Spec = &spec
+				return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
+			},
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w", workflows.ReconcileSchedule, err)
+	}
+	fmt.Fprintf(stdout, "schedule %s: a reconcile pass every %s\n", workflows.ReconcileSchedule, interval)
 	return nil
 }

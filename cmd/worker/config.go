@@ -16,6 +16,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -32,6 +33,7 @@ type cfg struct {
 	Payments       provider.Config
 	TenantCacheTTL time.Duration
 	Codec          codecauth.Options
+	Reconcile      reconcile.Options
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -60,6 +62,8 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	}
 	c.Payments = e.Payments(provider.DefaultTimeout)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
+	interval, refund := e.Reconcile()
+	c.Reconcile = reconcile.Options{Grace: interval, Overlap: 5 * time.Minute, FirstLookback: 24 * time.Hour, RefundOrphans: refund}
 	c.Codec = codecauth.Options{
 		Tokens: e.List("CODEC_TOKENS", ""), Issuer: e.String("CODEC_JWT_ISSUER", ""), Audience: e.String("CODEC_JWT_AUDIENCE", ""),
 		JWKS: e.String("CODEC_JWKS", ""), Namespace: c.TemporalNamespace, Origin: e.String("CODEC_CORS_ORIGIN", ""),

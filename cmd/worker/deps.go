@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/codecauth"
@@ -11,6 +12,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/worker"
 )
 
@@ -33,15 +35,18 @@ func newDeps(c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.L
 			return worker.Deps{}, err
 		}
 	}
+	pay := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
+	acts := worker.NewActivities(base.Pool, pay, events, reg, traces)
+	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Policy), pay,
+		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
 	return worker.Deps{
-		Logger:   logger,
-		Temporal: base.Temporal,
-		Activities: worker.NewActivities(base.Pool,
-			provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg)), events, reg, traces),
-		Consumer: cons,
-		Writers:  []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
-		Registry: reg,
-		Ready:    base.Ready,
-		Codec:    codec,
+		Logger:     logger,
+		Temporal:   base.Temporal,
+		Activities: acts,
+		Consumer:   cons,
+		Writers:    []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
+		Registry:   reg,
+		Ready:      base.Ready,
+		Codec:      codec,
 	}, nil
 }

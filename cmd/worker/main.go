@@ -40,6 +40,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		}},
 		platform.MigrateCommand(getenv, stdout),
 		bootstrapCommand(getenv, stdout),
+		reconcileReportCommand(getenv, stdout),
 		{Name: "dlq redrive", Args: "[--event-id ID]...",
 			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
 			Flags: func(fs *flag.FlagSet) {

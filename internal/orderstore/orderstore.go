@@ -291,3 +291,69 @@ func decodeCursor(c string) (time.Time, string, error) {
 	}
 	return time.UnixMicro(us), id, nil
 }
+
+// Unsettled is an order whose payment has not settled, with its tenant.
+type Unsettled struct {
+	Row
+	Tenant string
+}
+
+// Order is the order as its workflow is started with.
+func (u Unsettled) Order() order.Order {
+	return order.Order{ID: u.ID, Tenant: u.Tenant, WorkflowID: u.WorkflowID, CustomerID: u.CustomerID,
+		Items: u.Items, Amount: u.Amount, Currency: u.Currency}
+}
+
+// Unsettled returns up to limit orders not yet settled (PENDING or waiting on
+// their payment) whose last change is older than before, oldest first.
+func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]Unsettled, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT `+columns+`, tenant FROM orders
+		WHERE status IN ('PENDING', 'PAYMENT_PENDING', 'PAYMENT_UNKNOWN', 'PAYMENT_ACTION_REQUIRED') AND updated_at < $1
+		ORDER BY updated_at LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read unsettled orders: %w", err)
+	}
+	defer rows.Close()
+	var out []Unsettled
+	for rows.Next() {
+		var u Unsettled
+		var items []byte
+		if err := rows.Scan(&u.ID, &u.Status, &u.CustomerID, &u.Currency, &u.Amount, &items, &u.PaymentRef, &u.Failure,
+			&u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Tenant); err != nil {
+			return nil, fmt.Errorf("read unsettled orders: %w", err)
+		}
+		if err := json.Unmarshal(items, &u.Items); err != nil {
+			return nil, fmt.Errorf("decode items of %s: %w", u.ID, err)
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// Standing is an order's status and tenant, for a check that needs no more.
+type Standing struct {
+	Tenant     string
+	WorkflowID string
+	Status     order.Status
+	PaymentRef string
+}
+
+// Standings returns the standing of each of ids that exists, in one statement.
+func (s *Store) Standings(ctx context.Context, ids []string) (map[string]Standing, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, tenant, workflow_id, status, COALESCE(payment_ref, '') FROM orders WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read orders: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]Standing, len(ids))
+	for rows.Next() {
+		var id string
+		var st Standing
+		if err := rows.Scan(&id, &st.Tenant, &st.WorkflowID, &st.Status, &st.PaymentRef); err != nil {
+			return nil, fmt.Errorf("read orders: %w", err)
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}

@@ -59,12 +59,19 @@ type Refund struct {
 	Metadata map[string]string
 }
 
-// Charge is the provider's record of a charge (the Charges API).
+// Charge is the provider's record of a charge (the Charges API's, or an intent's).
 type Charge struct {
 	ID       string
 	Amount   int64
 	Currency string
 	Status   string
+	// Refunded is how much of it was refunded, by anyone; Disputed whether the
+	// cardholder's bank disputes it.
+	Refunded int64
+	Disputed bool
+	Intent   string
+	Metadata map[string]string
+	Created  time.Time
 }
 
 // Error is an error answer from the provider.
@@ -238,6 +245,22 @@ func (c *Client) SearchCharges(ctx context.Context, orderID string) ([]Charge, e
 	return collect(c.sc.V1Charges.Search(ctx, p), chargeOf)
 }
 
+// ListCharges returns the charges created at or after since, by the provider's
+// list (strongly consistent, paged), newest first.
+func (c *Client) ListCharges(ctx context.Context, since time.Time) ([]Charge, error) {
+	p := &stripe.ChargeListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
+	p.Limit = stripe.Int64(100)
+	return collect(c.sc.V1Charges.List(ctx, p), chargeOf)
+}
+
+// RefundCharge refunds amount of a charge with key, marked by metadata.
+func (c *Client) RefundCharge(ctx context.Context, key, chargeID string, amount int64, metadata map[string]string) (Refund, error) {
+	p := &stripe.RefundCreateParams{Charge: stripe.String(chargeID), Amount: stripe.Int64(amount), Metadata: metadata}
+	p.SetIdempotencyKey(key)
+	re, err := c.sc.V1Refunds.Create(ctx, p)
+	return refundOf(re), asError(err)
+}
+
 // ListRefunds returns the refunds of a charge.
 func (c *Client) ListRefunds(ctx context.Context, chargeID string) ([]Refund, error) {
 	return c.refunds(ctx, &stripe.RefundListParams{Charge: stripe.String(chargeID)})
@@ -307,7 +330,12 @@ func chargeOf(ch *stripe.Charge) Charge {
 	if ch == nil {
 		return Charge{}
 	}
-	return Charge{ID: ch.ID, Amount: ch.Amount, Currency: string(ch.Currency), Status: string(ch.Status)}
+	out := Charge{ID: ch.ID, Amount: ch.Amount, Currency: string(ch.Currency), Status: string(ch.Status),
+		Refunded: ch.AmountRefunded, Disputed: ch.Disputed, Metadata: ch.Metadata, Created: time.Unix(ch.Created, 0)}
+	if ch.PaymentIntent != nil {
+		out.Intent = ch.PaymentIntent.ID
+	}
+	return out
 }
 
 // asError turns the library's error answers into *Error, without the request's

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,8 +177,111 @@ func (s *Server) refundable(chargeID, intentID string) *Charge {
 	return nil
 }
 
+// listCharges lists charges as Stripe does: newest first, limit (1 to 100, default
+// 10) per page, starting_after the last one of the page before, created[gte] (and
+// the other range bounds) in Unix seconds, and has_more. idempotency_key is the
+// sandbox's filter for tests.
 func (s *Server) listCharges(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": nonNil(s.Charges(r.URL.Query().Get("idempotency_key"))), "has_more": false})
+	if !s.gate(w, "") {
+		return
+	}
+	q := r.URL.Query()
+	key := q.Get("idempotency_key")
+	all := s.Charges(key)
+	slices.Reverse(all)
+	p, msg := newPage(q)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", msg)
+		return
+	}
+	var out []Charge
+	more := false
+	for _, c := range all {
+		switch ok, stop := p.take(c.ID, c.Created); {
+		case stop:
+			more = true
+		case ok:
+			out = append(out, c)
+			continue
+		default:
+			continue
+		}
+		break
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": nonNil(out), "has_more": more, "url": "/v1/charges"})
+}
+
+// page is a list request's window over objects listed newest first.
+type page struct {
+	limit        int
+	after        string // starting_after: objects up to and including it are skipped
+	seen         bool
+	gte, lte     int64
+	taken        int
+	hasGte, hasL bool
+}
+
+// newPage reads limit, starting_after and created[gte|gt|lte|lt]; a message says
+// why the request is invalid.
+func newPage(q url.Values) (*page, string) {
+	p := &page{limit: 10, after: q.Get("starting_after")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return nil, "Invalid limit: must be an integer between 1 and 100"
+		}
+		p.limit = n
+	}
+	bound := func(name string, adjust int64) (int64, bool, string) {
+		v := q.Get("created[" + name + "]")
+		if v == "" {
+			return 0, false, ""
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false, "Invalid created[" + name + "]: must be a Unix timestamp"
+		}
+		return n + adjust, true, ""
+	}
+	var msg string
+	var gt, lt int64
+	var hasGt, hasLt bool
+	if p.gte, p.hasGte, msg = bound("gte", 0); msg != "" {
+		return nil, msg
+	}
+	if gt, hasGt, msg = bound("gt", 1); msg != "" {
+		return nil, msg
+	}
+	if p.lte, p.hasL, msg = bound("lte", 0); msg != "" {
+		return nil, msg
+	}
+	if lt, hasLt, msg = bound("lt", -1); msg != "" {
+		return nil, msg
+	}
+	if hasGt && (!p.hasGte || gt > p.gte) {
+		p.gte, p.hasGte = gt, true
+	}
+	if hasLt && (!p.hasL || lt < p.lte) {
+		p.lte, p.hasL = lt, true
+	}
+	return p, ""
+}
+
+// take says whether the object belongs on the page, and stop once the page is full
+// and another one would have followed.
+func (p *page) take(id string, created int64) (ok, stop bool) {
+	if p.after != "" && !p.seen {
+		p.seen = id == p.after
+		return false, false
+	}
+	if (p.hasGte && created < p.gte) || (p.hasL && created > p.lte) {
+		return false, false
+	}
+	if p.taken == p.limit {
+		return false, true
+	}
+	p.taken++
+	return true, false
 }
 
 // searchCharges answers GET /v1/charges/search?query=metadata['order_id']:'ID' with

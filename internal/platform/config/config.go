@@ -72,6 +72,32 @@ func (e *Env) Duration(key string, def time.Duration) time.Duration {
 	return d
 }
 
+// Bool returns the variable as Go parses a boolean (1, t, true, 0, f, false...),
+// or def.
+func (e *Env) Bool(key string, def bool) bool {
+	v := e.String(key, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", key, v))
+		return def
+	}
+	return b
+}
+
+// Reconcile is the reconciler's schedule and policy: RECONCILE_INTERVAL (between
+// passes, and how long an order stays unsettled before its workflow is looked at)
+// and RECONCILE_REFUND_ORPHANS.
+func (e *Env) Reconcile() (interval time.Duration, refundOrphans bool) {
+	interval = e.Duration("RECONCILE_INTERVAL", time.Minute)
+	if interval < time.Second {
+		e.errs = append(e.errs, fmt.Errorf("RECONCILE_INTERVAL=%s: want a second or more", interval))
+	}
+	return interval, e.Bool("RECONCILE_REFUND_ORPHANS", true)
+}
+
 // List returns the comma-separated variable, or def split the same way.
 func (e *Env) List(key, def string) []string {
 	var out []string

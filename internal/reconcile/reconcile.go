@@ -1,0 +1,264 @@
+// Package reconcile compares what the payment provider holds, what the workflow
+// engine runs and what the ledger says, repairs what it can and records every
+// discrepancy with what was done about it. A pass is idempotent: a discrepancy
+// found again is not a new one, and a repair sent again sends the same key.
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/provider"
+)
+
+// Kinds of discrepancy.
+const (
+	// KindWorkflowClosed: an order whose payment had not settled, whose workflow
+	// closed (terminated, cancelled, timed out, failed) or is gone.
+	KindWorkflowClosed = "workflow_closed"
+	// KindChargeWithoutOrder: a succeeded charge that names no order of ours.
+	KindChargeWithoutOrder = "charge_without_order"
+	// KindChargeOnUnpaidOrder: a succeeded charge, not refunded, on an order that
+	// ended without payment (declined, cancelled, failed).
+	KindChargeOnUnpaidOrder = "charge_on_unpaid_order"
+	// KindChargeNotTheOrders: a second charge on a paid order, on an intent that is
+	// not the order's payment.
+	KindChargeNotTheOrders = "charge_not_the_orders"
+)
+
+// Actions taken on a discrepancy.
+const (
+	ActionRecoveryStarted = "recovery_started" // a run that settles the order by its intent
+	ActionRefunded        = "refunded"
+	ActionReported        = "reported" // left to a person (RECONCILE_REFUND_ORPHANS off)
+)
+
+// Engine is the workflow engine as a pass sees it.
+type Engine interface {
+	// Running reports whether the workflow has an open run.
+	Running(ctx context.Context, workflowID string) (bool, error)
+	// Recover starts the run that settles an unsettled order by its intent ("" when
+	// the ledger names none).
+	Recover(ctx context.Context, o orderstore.Unsettled, intentID string) error
+}
+
+// Provider is the payment provider as a pass sees it: lists, and refunds.
+type Provider interface {
+	ListCharges(ctx context.Context, since time.Time) ([]provider.Charge, error)
+	RefundCharge(ctx context.Context, key, chargeID string, amount int64, metadata map[string]string) (provider.Refund, error)
+}
+
+// Orders is the read model as a pass sees it.
+type Orders interface {
+	Unsettled(ctx context.Context, before time.Time, limit int) ([]orderstore.Unsettled, error)
+	Standings(ctx context.Context, ids []string) (map[string]orderstore.Standing, error)
+}
+
+// Ledger names an order's intent.
+type Ledger interface {
+	IntentOfOrder(ctx context.Context, orderID string) (string, error)
+}
+
+// Options are a reconciler's policy.
+type Options struct {
+	// Grace is how long an order stays unsettled before its workflow is looked at:
+	// a workflow being started is not a closed one.
+	Grace time.Duration
+	// Overlap is how far before the last pass's start the provider side reads
+	// again, for charges whose creation time came before a pass that missed them.
+	Overlap time.Duration
+	// FirstLookback is how far back the first pass reads the provider.
+	FirstLookback time.Duration
+	// RefundOrphans refunds a charge that belongs to no order that shows it;
+	// without it the charge is reported only.
+	RefundOrphans bool
+}
+
+// Report is what one pass did.
+type Report struct {
+	Since            time.Time
+	Unsettled        int // orders not settled, older than the grace
+	Recovered        int // of them, with a closed workflow: recovery runs started
+	Charges          int // charges read from the provider
+	Findings         int // discrepancies found for the first time
+	ProviderRequests int
+}
+
+// Reconciler runs passes.
+type Reconciler struct {
+	engine   Engine
+	provider Provider
+	orders   Orders
+	ledger   Ledger
+	findings *Store
+	opts     Options
+	found    *prometheus.CounterVec
+	lastPass prometheus.Gauge
+}
+
+// Metrics are the reconciler's, registered in reg.
+type Metrics struct {
+	Found    *prometheus.CounterVec
+	LastPass prometheus.Gauge
+}
+
+// NewMetrics registers the reconciler's metrics in reg.
+func NewMetrics(reg prometheus.Registerer) Metrics {
+	m := Metrics{
+		Found: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "orderflow_reconcile_discrepancies_total",
+			Help: "Discrepancies the reconciler found between the provider, the engine and the ledger, by kind and what was done."},
+			[]string{"kind", "action"}),
+		LastPass: prometheus.NewGauge(prometheus.GaugeOpts{Name: "orderflow_reconcile_last_pass_timestamp_seconds",
+			Help: "When the last reconcile pass finished."}),
+	}
+	reg.MustRegister(m.Found, m.LastPass)
+	return m
+}
+
+// New returns a reconciler.
+func New(e Engine, p Provider, o Orders, l Ledger, f *Store, m Metrics, opts Options) *Reconciler {
+	return &Reconciler{engine: e, provider: p, orders: o, ledger: l, findings: f, opts: opts, found: m.Found, lastPass: m.LastPass}
+}
+
+// maxUnsettled bounds the orders one pass looks at; the next pass takes the rest.
+const maxUnsettled = 1000
+
+// cursorName is the provider side's cursor.
+const cursorName = "provider_charges"
+
+// Pass runs one pass: the engine side, then the provider side. beat is called
+// between steps (an activity's heartbeat).
+func (r *Reconciler) Pass(ctx context.Context, beat func()) (Report, error) {
+	start := time.Now()
+	var rep Report
+	if err := r.engineSide(ctx, start, beat, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.providerSide(ctx, start, beat, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.findings.SetCursor(ctx, cursorName, start); err != nil {
+		return rep, err
+	}
+	r.lastPass.SetToCurrentTime()
+	return rep, nil
+}
+
+// engineSide starts a recovery run for each unsettled order whose workflow is not
+// running.
+func (r *Reconciler) engineSide(ctx context.Context, start time.Time, beat func(), rep *Report) error {
+	open, err := r.orders.Unsettled(ctx, start.Add(-r.opts.Grace), maxUnsettled)
+	if err != nil {
+		return err
+	}
+	rep.Unsettled = len(open)
+	for _, o := range open {
+		beat()
+		running, err := r.engine.Running(ctx, o.WorkflowID)
+		if err != nil {
+			return fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
+		}
+		if running {
+			continue
+		}
+		intent, err := r.ledger.IntentOfOrder(ctx, o.ID)
+		if err != nil {
+			return err
+		}
+		if err := r.engine.Recover(ctx, o, intent); err != nil {
+			return fmt.Errorf("recover order %s: %w", o.ID, err)
+		}
+		rep.Recovered++
+		if err := r.record(ctx, rep, Finding{Kind: KindWorkflowClosed, Action: ActionRecoveryStarted, OrderID: o.ID,
+			Tenant: o.Tenant, ProviderID: intent, Amount: o.Amount, Currency: o.Currency,
+			Detail: "the order was " + string(o.Status) + " with no running workflow"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// providerSide checks that every succeeded charge created since the last pass
+// belongs to an order that shows it, and refunds (or reports) the others.
+func (r *Reconciler) providerSide(ctx context.Context, start time.Time, beat func(), rep *Report) error {
+	since, ok, err := r.findings.Cursor(ctx, cursorName)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		since = since.Add(-r.opts.Overlap)
+	default:
+		since = start.Add(-r.opts.FirstLookback)
+	}
+	rep.Since = since
+	charges, err := r.provider.ListCharges(ctx, since)
+	if err != nil {
+		return fmt.Errorf("list charges since %s: %w", since.Format(time.RFC3339), err)
+	}
+	rep.Charges = len(charges)
+	rep.ProviderRequests += len(charges)/100 + 1
+	ids := make([]string, 0, len(charges))
+	for _, c := range charges {
+		ids = append(ids, c.Metadata["order_id"])
+	}
+	orders, err := r.orders.Standings(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, c := range charges {
+		beat()
+		if c.Status != "succeeded" || c.Refunded >= c.Amount {
+			continue
+		}
+		f, ok := judge(c, orders)
+		if !ok {
+			continue
+		}
+		f.Action = ActionReported
+		if r.opts.RefundOrphans {
+			rep.ProviderRequests++
+			if _, err := r.provider.RefundCharge(ctx, "reconcile:refund:"+c.ID, c.ID, c.Amount-c.Refunded,
+				map[string]string{"order_id": c.Metadata["order_id"], "orderflow_reconciled": f.Kind}); err != nil {
+				return fmt.Errorf("refund charge %s (%s): %w", c.ID, f.Kind, err)
+			}
+			f.Action = ActionRefunded
+		}
+		if err := r.record(ctx, rep, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judge says what is wrong with a succeeded, unrefunded charge, if anything.
+func judge(c provider.Charge, orders map[string]orderstore.Standing) (Finding, bool) {
+	f := Finding{OrderID: c.Metadata["order_id"], ProviderID: c.ID, Amount: c.Amount - c.Refunded, Currency: c.Currency}
+	o, ok := orders[f.OrderID]
+	switch {
+	case !ok:
+		f.OrderID, f.Kind, f.Detail = "", KindChargeWithoutOrder, "no order "+c.Metadata["order_id"]
+	case o.Status == order.StatusPaymentDeclined || o.Status == order.StatusCancelled || o.Status == order.StatusFailed:
+		f.Tenant, f.Kind, f.Detail = o.Tenant, KindChargeOnUnpaidOrder, "the order is "+string(o.Status)
+	case o.Status == order.StatusPaid && o.PaymentRef != "" && o.PaymentRef != c.Intent && o.PaymentRef != c.ID:
+		f.Tenant, f.Kind, f.Detail = o.Tenant, KindChargeNotTheOrders, "the order was paid by "+o.PaymentRef
+	default:
+		return f, false // paid by it, or not settled yet: its workflow's business
+	}
+	return f, true
+}
+
+// record stores a finding and counts it the first time it is found.
+func (r *Reconciler) record(ctx context.Context, rep *Report, f Finding) error {
+	isNew, err := r.findings.Record(ctx, f)
+	if err != nil || !isNew {
+		return err
+	}
+	rep.Findings++
+	r.found.WithLabelValues(f.Kind, f.Action).Inc()
+	return nil
+}

@@ -1,0 +1,85 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Finding is one discrepancy and what was done about it.
+type Finding struct {
+	FoundAt    time.Time
+	Kind       string
+	Action     string
+	OrderID    string
+	Tenant     string
+	ProviderID string // the charge or intent at the provider
+	Amount     int64
+	Currency   string
+	Detail     string
+}
+
+// Store is the reconcile_findings and reconcile_cursors tables.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns the store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Record stores f unless the same discrepancy (kind, provider object, order) is
+// stored; true when it is new.
+func (s *Store) Record(ctx context.Context, f Finding) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO reconcile_findings (kind, action, order_id, tenant, provider_id, amount, currency, detail)
+		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), $6, NULLIF($7, ''), $8)
+		ON CONFLICT DO NOTHING`, f.Kind, f.Action, f.OrderID, f.Tenant, f.ProviderID, f.Amount, f.Currency, f.Detail)
+	if err != nil {
+		return false, fmt.Errorf("record %s finding: %w", f.Kind, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Since returns the findings made at or after since, oldest first, at most limit.
+func (s *Store) Since(ctx context.Context, since time.Time, limit int) ([]Finding, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT found_at, kind, action, COALESCE(order_id, ''), COALESCE(tenant, ''), COALESCE(provider_id, ''),
+		       COALESCE(amount, 0), COALESCE(currency, ''), detail
+		FROM reconcile_findings WHERE found_at >= $1 ORDER BY found_at, id LIMIT $2`, since, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read findings: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Finding, error) {
+		var f Finding
+		err := row.Scan(&f.FoundAt, &f.Kind, &f.Action, &f.OrderID, &f.Tenant, &f.ProviderID, &f.Amount, &f.Currency, &f.Detail)
+		return f, err
+	})
+}
+
+// Cursor returns where the named cursor stands; false when it was never set.
+func (s *Store) Cursor(ctx context.Context, name string) (time.Time, bool, error) {
+	var at time.Time
+	err := s.pool.QueryRow(ctx, `SELECT since FROM reconcile_cursors WHERE name = $1`, name).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return at, false, nil
+	}
+	if err != nil {
+		return at, false, fmt.Errorf("read cursor %s: %w", name, err)
+	}
+	return at, true, nil
+}
+
+// SetCursor moves the named cursor to at.
+func (s *Store) SetCursor(ctx context.Context, name string, at time.Time) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO reconcile_cursors (name, since) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET since = EXCLUDED.since, updated_at = now()`, name, at)
+	if err != nil {
+		return fmt.Errorf("set cursor %s: %w", name, err)
+	}
+	return nil
+}
