@@ -158,6 +158,17 @@ func Service(tb testing.TB, action, service string) {
 	}
 }
 
+// TemporalCLI runs Temporal's CLI on the stack, as an operator would, and returns
+// its output.
+func TemporalCLI(tb testing.TB, args ...string) string {
+	tb.Helper()
+	out, err := exec.Command(Env(tb)["ORDERFLOW_STACK_SCRIPT"], append([]string{"temporal"}, args...)...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("temporal %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
 // Name returns prefix plus a random suffix, to keep tests apart on a shared stack.
 func Name(prefix string) string { return testkit.Name(prefix) }
 

@@ -1,0 +1,249 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/orderflow/orderflow/internal/ledger"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/internal/sandbox"
+	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// reconcileEvery is the rows' reconcile interval.
+const reconcileEvery = 3 * time.Second
+
+// tenantOrders is the read model limited to one tenant: the stack's Postgres is
+// shared by every test, and a rig's reconciler must repair only its own orders
+// (against its own sandbox).
+type tenantOrders struct {
+	*orderstore.Store
+	tenant string
+}
+
+func (o tenantOrders) Unsettled(ctx context.Context, before time.Time, limit int) ([]orderstore.Unsettled, error) {
+	all, err := o.Store.Unsettled(ctx, before, limit)
+	var mine []orderstore.Unsettled
+	for _, u := range all {
+		if u.Tenant == o.tenant {
+			mine = append(mine, u)
+		}
+	}
+	return mine, err
+}
+
+// reconciler runs the reconcile Schedule for the rig, as worker bootstrap makes it
+// (every reconcileEvery, one pass at a time), served by a worker in the test
+// process on a queue of its own; its recovery runs go to the rig's worker.
+func (r *rig) reconciler(t *testing.T) {
+	t.Helper()
+	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	rec := reconcile.New(worker.NewEngine(r.Temporal, r.Queue, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
+		pay, tenantOrders{orderstore.New(r.Pool), r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
+		reconcile.NewMetrics(prometheus.NewRegistry()),
+		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
+	queue := r.Queue + "-reconcile"
+	w := sdkworker.New(r.Temporal, queue, sdkworker.Options{})
+	w.RegisterWorkflow(workflows.Reconcile)
+	w.RegisterActivityWithOptions(worker.NewReconciler(rec).Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	id := stacktest.Name("reconcile")
+	h, err := r.Temporal.ScheduleClient().Create(context.Background(), client.ScheduleOptions{
+		ID: id, Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: reconcileEvery}}},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Action:  &client.ScheduleWorkflowAction{ID: id, Workflow: workflows.Reconcile, TaskQueue: queue},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Delete(context.Background()) })
+}
+
+// cancelWindow is the API's, as the rig sets it.
+func (r *rig) cancelWindow() time.Duration {
+	d, _ := time.ParseDuration(r.apiEnv["CANCEL_WINDOW"])
+	return d
+}
+
+// operator runs Temporal's CLI on the order's workflow, as an operator would.
+func (r *rig) operator(t *testing.T, args ...string) string {
+	t.Helper()
+	return stacktest.TemporalCLI(t, append(args, "--namespace", r.Env["TEMPORAL_NAMESPACE"])...)
+}
+
+// workflowOf is the workflow ID of the order the rig placed with key.
+func (r *rig) workflowOf(key string) string { return order.WorkflowID(r.tenant, order.FromHTTP, key) }
+
+// waitStatus waits for the order to reach status.
+func (r *rig) waitStatus(t *testing.T, orderID string, status order.Status, within time.Duration) {
+	t.Helper()
+	stacktest.Eventually(t, within, "the order to be "+string(status), func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = $2`, orderID, status) == 1
+	})
+}
+
+// An operator terminates an order's workflow while the provider confirms it
+// slowly (15 s): the charge lands with no run to record it. Within two reconcile
+// intervals of the charge the reconciler's recovery run has read the intent and
+// the order is PAID, once.
+func TestChaosTerminatedWhileTheProviderConfirms(t *testing.T) {
+	r := newRig(t)
+	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 15000, Slow: 1})
+	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
+	r.startAPI(t)
+	r.reconciler(t)
+	status, id := r.postBody(t, "terminated", orderJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	stacktest.Eventually(t, time.Minute, "the confirm to be at the provider", func() bool { return r.Sim.InFlight() == 1 })
+	r.operator(t, "workflow", "terminate", "--workflow-id", r.workflowOf("terminated"), "--reason", "operator")
+	r.waitStatus(t, id, order.StatusPaid, 15*time.Second+2*reconcileEvery+30*time.Second)
+	r.settledLedger(t, "reconcile: terminated while the provider confirms", id, order.StatusPaid, 500)
+	r.found(t, id, reconcile.KindWorkflowClosed, reconcile.ActionRecoveryStarted)
+}
+
+// Terminated while the order waits on its customer, who then authenticates: the
+// recovery run waits on the intent again and the order is PAID, once.
+func TestChaosTerminatedWhileTheCustomerAuthenticates(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"PAYMENTS_URL": r.SimURL, "PAYMENT_POLL_INTERVAL": "1s"}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.reconciler(t)
+	id, intent := r.awaitCustomer(t, "terminated-3ds")
+	r.operator(t, "workflow", "terminate", "--workflow-id", r.workflowOf("terminated-3ds"), "--reason", "operator")
+	r.customerActs(t, intent, "complete")
+	r.waitStatus(t, id, order.StatusPaid, 2*reconcileEvery+time.Minute)
+	r.settledLedger(t, "reconcile: terminated while 3-D Secure waits", id, order.StatusPaid, 500)
+}
+
+// An operator cancels the workflow while the provider confirms slowly: the run
+// compensates (the intent's charge refunded) and the order is CANCELLED, net 0.
+func TestChaosWorkflowCancelledDuringThePayment(t *testing.T) {
+	r := newRig(t)
+	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 10000, Slow: 1})
+	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
+	r.startAPI(t)
+	status, id := r.postBody(t, "cancelled-run", orderJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	stacktest.Eventually(t, time.Minute, "the confirm to be at the provider", func() bool { return r.Sim.InFlight() == 1 })
+	r.operator(t, "workflow", "cancel", "--workflow-id", r.workflowOf("cancelled-run"))
+	r.settledLedger(t, "reconcile: workflow cancelled during the payment", id, order.StatusCancelled, 0)
+}
+
+// With a 5 s cancel window, a paid order's cancel is refused once the window has
+// passed; an operator resets the workflow to its first task, and a cancel is
+// still refused: the new run's window is anchored to the recorded payment.
+func TestChaosResetNeverReopensTheCancelWindow(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"CANCEL_WINDOW": "5s"}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	status, id := r.postBody(t, "reset", orderJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	wf := r.workflowOf("reset")
+	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.cancel(t, id); code != http.StatusConflict {
+		t.Fatalf("cancel after the window: %d, want 409", code)
+	}
+	r.operator(t, "workflow", "reset", "--workflow-id", wf, "--type", "FirstWorkflowTask", "--reason", "operator")
+	if code := r.cancel(t, id); code != http.StatusConflict {
+		t.Fatalf("cancel after the reset: %d, want 409", code)
+	}
+	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r.settledLedger(t, "reconcile: reset after the cancel window", id, order.StatusPaid, 500)
+	if n := len(r.Sim.Refunds()); n != 0 {
+		t.Fatalf("%d refunds", n)
+	}
+}
+
+// 3-D Secure fails and the order is declined; the customer then confirms the
+// intent with another card through its client secret, as Stripe.js's "try
+// another card" does. The intent was closed with the decline: the provider
+// refuses, and nothing is charged.
+func TestChaosDeclinedThenAnotherCardThroughTheClientSecret(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"PAYMENTS_URL": r.SimURL, "PAYMENT_POLL_INTERVAL": "1s"}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.reconciler(t)
+	id, intent := r.awaitCustomer(t, "another-card")
+	r.customerActs(t, intent, "fail")
+	r.waitStatus(t, id, order.StatusPaymentDeclined, time.Minute)
+	form := url.Values{"payment_method": {"pm_card_visa"}, "client_secret": {intent + "_secret"}}
+	resp, err := http.Post(r.SimURL+"/v1/payment_intents/"+intent+"/confirm", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Fatalf("the provider took another card on the declined order's intent")
+	}
+	time.Sleep(2 * reconcileEvery) // two passes: nothing to find, nothing to do
+	r.settledLedger(t, "reconcile: declined, then another card", id, order.StatusPaymentDeclined, 0)
+}
+
+// A charge made at the provider that no order shows (a dashboard, a script, a
+// bug): the reconciler refunds it and reports it.
+func TestChaosChargeWithoutAnOrderIsRefunded(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.reconciler(t)
+	elsewhere := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	stray := order.IDFor(stacktest.Name("stray"))
+	ch, err := elsewhere.Charge(context.Background(), stacktest.Name("dashboard"), 700, "USD", "pm_card_visa", stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the stray charge to be refunded", func() bool {
+		c := r.Sim.ChargesForOrder(stray)
+		return len(c) == 1 && c[0].AmountRefunded == c[0].Amount
+	})
+	n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE provider_id = $1 AND kind = $2 AND action = $3`,
+		ch.ID, reconcile.KindChargeWithoutOrder, reconcile.ActionRefunded)
+	line := "reconcile: a charge with no order              charges=1 refunded=1 findings=" + strconv.Itoa(n)
+	t.Log(line)
+	appendSummary(line)
+	if n != 1 {
+		t.Fatalf("%d findings for the stray charge", n)
+	}
+}
+
+// found checks that the reconciler recorded one finding of kind and action for the
+// order.
+func (r *rig) found(t *testing.T, orderID, kind, action string) {
+	t.Helper()
+	if n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE order_id = $1 AND kind = $2 AND action = $3`, orderID, kind, action); n != 1 {
+		t.Fatalf("%d %s/%s findings for %s, want 1", n, kind, action, orderID)
+	}
+}
