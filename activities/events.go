@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -19,6 +20,11 @@ const (
 	EventOrderPaymentDeclined = "OrderPaymentDeclined"
 	EventOrderCancelled       = "OrderCancelled"
 	EventOrderFailed          = "OrderFailed"
+	// After the payment, what others did to it at the provider.
+	EventOrderPartiallyRefunded = "OrderPartiallyRefunded"
+	EventOrderRefunded          = "OrderRefunded"
+	EventOrderDisputed          = "OrderDisputed"
+	EventOrderDisputeWon        = "OrderDisputeWon"
 )
 
 // MessageWriter is the part of *kafka.Writer the publisher uses.
@@ -53,12 +59,18 @@ type Event struct {
 	Currency   string       `json:"currency"`
 	PaymentRef string       `json:"paymentRef,omitempty"`
 	Reason     string       `json:"reason,omitempty"`
-	OccurredAt time.Time    `json:"occurredAt"`
+	// AmountRefunded is what others refunded (OrderPartiallyRefunded,
+	// OrderRefunded); each amount is an event of its own.
+	AmountRefunded int64     `json:"amountRefunded,omitempty"`
+	OccurredAt     time.Time `json:"occurredAt"`
 }
 
 // Publish writes the event keyed by order ID, so one order's events stay in order.
 func (a *Events) Publish(ctx context.Context, e Event) error {
 	e.EventID = order.EventID(e.WorkflowID, e.Type)
+	if e.AmountRefunded > 0 && e.Type == EventOrderPartiallyRefunded {
+		e.EventID = order.EventID(e.WorkflowID, e.Type+":"+strconv.FormatInt(e.AmountRefunded, 10))
+	}
 	value, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", e.Type, err)

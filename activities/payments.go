@@ -49,6 +49,7 @@ type Provider interface {
 	SearchIntents(ctx context.Context, orderID string) ([]provider.Intent, error)
 	RefundIntent(ctx context.Context, key, intentID string, amount int64, metadata map[string]string) (provider.Refund, error)
 	IntentRefunds(ctx context.Context, intentID string) ([]provider.Refund, error)
+	IntentDisputes(ctx context.Context, intentID string) ([]provider.Dispute, error)
 }
 
 var _ Provider = (*provider.Client)(nil)
@@ -81,13 +82,14 @@ func NewPaymentMetrics(reg prometheus.Registerer) PaymentMetrics {
 // the ledger of record before the provider is asked.
 type Payments struct {
 	ledger   *ledger.Store
+	orders   *orderstore.Store
 	provider Provider
 	m        PaymentMetrics
 }
 
 // NewPayments returns the payment activities.
 func NewPayments(pool *pgxpool.Pool, provider Provider, m PaymentMetrics) *Payments {
-	return &Payments{ledger: ledger.New(pool), provider: provider, m: m}
+	return &Payments{ledger: ledger.New(pool), orders: orderstore.New(pool), provider: provider, m: m}
 }
 
 // Step is one payment of an order, in the input of every payment activity. Key is

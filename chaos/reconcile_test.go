@@ -4,19 +4,24 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -246,4 +251,140 @@ func (r *rig) found(t *testing.T, orderID, kind, action string) {
 	if n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE order_id = $1 AND kind = $2 AND action = $3`, orderID, kind, action); n != 1 {
 		t.Fatalf("%d %s/%s findings for %s, want 1", n, kind, action, orderID)
 	}
+}
+
+// A support agent refunds one paid order in full and another in part from the
+// provider's dashboard, and a cardholder's bank disputes a third: no webhook
+// reaches orderflow, and within two reconcile intervals each order shows what the
+// provider holds (REFUNDED; PARTIALLY_REFUNDED with the amount; DISPUTED), its
+// event is published, and the ledger nets what the provider holds.
+func TestChaosRefundsAndDisputesMadeElsewhere(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.reconciler(t)
+	ids := map[string]string{}
+	for _, key := range []string{"full", "partial", "disputed"} {
+		status, id := r.postBody(t, key, orderJSON)
+		if status != 202 {
+			t.Fatalf("POST: %d", status)
+		}
+		r.waitStatus(t, id, order.StatusPaid, time.Minute)
+		ids[key] = id
+	}
+	intent := func(id string) string {
+		var ref string
+		if err := r.Pool.QueryRow(context.Background(), `SELECT payment_ref FROM orders WHERE id = $1`, id).Scan(&ref); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	dashboard := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	if _, err := dashboard.RefundIntent(context.Background(), "dashboard-full", intent(ids["full"]), 500, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dashboard.RefundIntent(context.Background(), "dashboard-partial", intent(ids["partial"]), 200, nil); err != nil {
+		t.Fatal(err)
+	}
+	charge := r.Sim.ChargesForOrder(ids["disputed"])[0].ID
+	resp, err := http.PostForm(r.SimURL+"/sandbox/disputes", url.Values{"charge": {charge}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("dispute: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	within := 2*reconcileEvery + 30*time.Second
+	r.waitStatus(t, ids["full"], order.StatusRefunded, within)
+	r.waitStatus(t, ids["partial"], order.StatusPartiallyRefunded, within)
+	r.waitStatus(t, ids["disputed"], order.StatusDisputed, within)
+	if n := r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND amount_refunded = 200`, ids["partial"]); n != 1 {
+		t.Fatalf("the partly refunded order does not show 200 refunded")
+	}
+	net := func(id string) int64 {
+		var n int64
+		for _, c := range r.Sim.ChargesForOrder(id) {
+			n += c.Amount - c.AmountRefunded
+		}
+		return n
+	}
+	balanced, pending := r.payments(t)
+	line := fmt.Sprintf("%-44s orders=3 provider-net=%d/%d/%d payments-net=amount:%d/3 pending-payments=%d",
+		"reconcile: refunds, a dispute made elsewhere", net(ids["full"]), net(ids["partial"]), net(ids["disputed"]), balanced, pending)
+	t.Log(line)
+	appendSummary(line)
+	if net(ids["full"]) != 0 || net(ids["partial"]) != 300 || net(ids["disputed"]) != 500 || balanced != 3 || pending != 0 {
+		t.Fatalf("ledger does not balance: %s", line)
+	}
+	// Each order's event follows its move to the new status.
+	stacktest.Eventually(t, 30*time.Second, "each order's event", func() bool {
+		types := r.eventTypes(t)
+		for key, want := range map[string]string{"full": activities.EventOrderRefunded, "partial": activities.EventOrderPartiallyRefunded,
+			"disputed": activities.EventOrderDisputed} {
+			if !slices.Contains(types[ids[key]], want) {
+				return false
+			}
+		}
+		return true
+	})
+	for key, kind := range map[string]string{"full": reconcile.KindRefundElsewhere, "partial": reconcile.KindRefundElsewhere, "disputed": reconcile.KindDispute} {
+		r.found(t, ids[key], kind, reconcile.ActionOrderFollowed)
+	}
+}
+
+// eventTypes reads the events topic to its end: each order's event types.
+func (r *rig) eventTypes(t *testing.T) map[string][]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	end := stacktest.EndOffset(t, r.Topic, 0)
+	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer rd.Close()
+	out := map[string][]string{}
+	for offset := int64(0); offset < end; {
+		m, err := rd.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read events at %d of %d: %v", offset, end, err)
+		}
+		offset = m.Offset + 1
+		var e activities.Event
+		if err := json.Unmarshal(m.Value, &e); err != nil {
+			t.Fatalf("event %q: %v", m.Value, err)
+		}
+		out[e.OrderID] = append(out[e.OrderID], e.Type)
+	}
+	return out
+}
+
+// A cardholder's bank disputes a paid order's charge and later decides it for the
+// merchant: with no reconciler running, the provider's webhooks alone move the
+// order to DISPUTED and back to PAID, each with its event; the event bodies are
+// never trusted (each delivery is duplicated), the charge's disputes are read.
+func TestChaosDisputeWonThroughWebhooks(t *testing.T) {
+	r := newRig(t)
+	r.withWebhooks("1s")
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	status, id := r.postBody(t, "dispute-won", orderJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	r.waitStatus(t, id, order.StatusPaid, time.Minute)
+	dispute := func(path string, form url.Values) string {
+		resp, err := http.PostForm(r.SimURL+path, form)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", path, resp, err)
+		}
+		defer resp.Body.Close()
+		var d struct{ ID string }
+		_ = json.NewDecoder(resp.Body).Decode(&d)
+		return d.ID
+	}
+	dp := dispute("/sandbox/disputes", url.Values{"charge": {r.Sim.ChargesForOrder(id)[0].ID}})
+	r.waitStatus(t, id, order.StatusDisputed, 30*time.Second)
+	dispute("/sandbox/disputes/"+dp+"/close", url.Values{"outcome": {"won"}})
+	r.waitStatus(t, id, order.StatusPaid, 30*time.Second)
+	stacktest.Eventually(t, 30*time.Second, "the dispute's events", func() bool {
+		types := r.eventTypes(t)[id]
+		return slices.Contains(types, activities.EventOrderDisputed) && slices.Contains(types, activities.EventOrderDisputeWon)
+	})
+	r.settledLedger(t, "webhooks: disputed, then won", id, order.StatusPaid, 500)
 }

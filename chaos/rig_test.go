@@ -277,16 +277,17 @@ func appendSummary(line string) {
 }
 
 // payments reads the payments ledger of the tenant's orders: how many orders net
-// exactly what their status says (the amount when PAID; 0 when FAILED, CANCELLED
-// or PAYMENT_DECLINED), and how many payment rows are still pending.
+// exactly what their status says (the amount when PAID or DISPUTED, less what
+// others refunded when PARTIALLY_REFUNDED; 0 when FAILED, CANCELLED, REFUNDED or
+// PAYMENT_DECLINED), and how many payment rows are still pending.
 func (r *rig) payments(t *testing.T) (balanced, pending int) {
 	t.Helper()
 	rows, err := r.Pool.Query(context.Background(), `
-		SELECT o.status, o.amount,
+		SELECT o.status, o.amount - COALESCE(o.amount_refunded, 0),
 		       COALESCE(sum(CASE p.kind WHEN 'charge' THEN p.amount ELSE -p.amount END) FILTER (WHERE p.status = 'succeeded'), 0),
 		       count(p.*) FILTER (WHERE p.status = 'pending')
 		FROM orders o LEFT JOIN payments p ON p.order_id = o.id
-		WHERE o.tenant = $1 GROUP BY o.id, o.status, o.amount`, r.tenant)
+		WHERE o.tenant = $1 GROUP BY o.id, o.status, o.amount, o.amount_refunded`, r.tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +300,9 @@ func (r *rig) payments(t *testing.T) (balanced, pending int) {
 			t.Fatal(err)
 		}
 		want := int64(0)
-		if st == string(order.StatusPaid) {
-			want = amount
+		switch order.Status(st) {
+		case order.StatusPaid, order.StatusDisputed, order.StatusPartiallyRefunded:
+			want = amount // less what others refunded
 		}
 		if net == want {
 			balanced++

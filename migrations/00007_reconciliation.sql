@@ -5,6 +5,9 @@
 -- recovery) anchors the cancel window here, never at its own start. Rows paid
 -- before it existed read their last change instead (a PAID order's is that move).
 ALTER TABLE orders ADD COLUMN IF NOT EXISTS paid_at timestamptz;
+-- What others refunded of a paid order at the provider (PARTIALLY_REFUNDED,
+-- REFUNDED); NULL for none.
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS amount_refunded bigint;
 
 -- The reconciler's finds: each discrepancy between the provider, the engine and the
 -- ledger, and what was done about it.
@@ -42,4 +45,5 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS orders_unsettled ON orders (updated_at)
 DROP INDEX orders_unsettled;
 DROP TABLE reconcile_cursors;
 DROP TABLE reconcile_findings;
+ALTER TABLE orders DROP COLUMN amount_refunded;
 ALTER TABLE orders DROP COLUMN paid_at;

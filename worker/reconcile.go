@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/workflows"
@@ -71,6 +72,17 @@ func (e *Engine) Recover(ctx context.Context, o orderstore.Unsettled, intentID s
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start the recovery of %s: %w", o.WorkflowID, err)
+	}
+	return nil
+}
+
+// Follow starts workflows.FollowPayment for a paid order, once per trigger.
+func (e *Engine) Follow(ctx context.Context, o order.Order, intentID, trigger string) error {
+	_, err := e.c.ExecuteWorkflow(ctx, workflows.FollowOptions(e.taskQueue, o.WorkflowID, trigger),
+		workflows.FollowPayment, workflows.FollowOrder{Order: o, IntentID: intentID})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("follow the payment of %s: %w", o.ID, err)
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w.RegisterActivity(a.Charges)
 	w.RegisterActivity(a.Events)
 	w.RegisterWorkflow(workflows.Reconcile)
+	w.RegisterWorkflow(workflows.FollowPayment)
 	if a.Reconciler != nil {
 		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
 	}

@@ -37,7 +37,8 @@ func newHandler(ctx context.Context, c cfg, base *platform.Base, traces *tracing
 		go store.Purge(ctx, time.Hour, logger)
 		var err error
 		if hooks, err = webhooks.New(webhooks.Deps{Secrets: c.WebhookSecrets, Store: store, Ledger: ledger.New(base.Pool),
-			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, Logger: logger, Registry: reg}); err != nil {
+			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+			Logger: logger, Registry: reg}); err != nil {
 			return nil, err
 		}
 	} else {

@@ -24,6 +24,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
@@ -54,6 +55,7 @@ const (
 	NoChange      Outcome = "no_change"      // the order is not waiting, or the intent still waits on its customer
 	UnknownIntent Outcome = "unknown_intent" // no order of ours pays with this intent
 	Ignored       Outcome = "ignored"        // not about a PaymentIntent
+	Followed      Outcome = "followed"       // a refund or dispute of a paid order: its payment is read again
 )
 
 // Intents reads PaymentIntents from the provider.
@@ -61,9 +63,11 @@ type Intents interface {
 	RetrieveIntent(ctx context.Context, intentID string) (provider.Intent, error)
 }
 
-// Signaler wakes workflows (Temporal's client does).
+// Signaler wakes workflows and starts the runs that follow a paid order's payment
+// (Temporal's client does both).
 type Signaler interface {
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
 }
 
 var _ Intents = (*provider.Client)(nil)
@@ -78,8 +82,10 @@ type Deps struct {
 	Orders   *orderstore.Store
 	Intents  Intents
 	Temporal Signaler
-	Logger   *slog.Logger
-	Registry prometheus.Registerer
+	// TaskQueue is where the runs that follow a payment go.
+	TaskQueue string
+	Logger    *slog.Logger
+	Registry  prometheus.Registerer
 }
 
 // Handler serves POST /webhooks/stripe.
@@ -211,6 +217,10 @@ func (h *Handler) handle(ctx context.Context, ev stripe.Event) (string, Outcome,
 	case err != nil:
 		return id, "", err
 	}
+	if aboutPaidCharge(ev.Type) && order.AfterPayment(o.Status) && o.PaymentRef == id {
+		return id, Followed, h.follow(ctx, ev.ID, order.Order{ID: o.ID, Tenant: pi.Metadata["tenant"], WorkflowID: o.WorkflowID,
+			Amount: o.Amount, Currency: o.Currency}, id)
+	}
 	if !waitsOnIntent(o.Status) || pi.Status == "requires_action" || pi.Status == "requires_confirmation" {
 		return id, NoChange, nil
 	}
@@ -223,6 +233,28 @@ func (h *Handler) handle(ctx context.Context, ev stripe.Event) (string, Outcome,
 		return id, "", fmt.Errorf("wake the order %s: %w", orderID, err)
 	}
 	return id, Woke, nil
+}
+
+// aboutPaidCharge reports the events of what others do to a charge after it
+// succeeded: refunds and disputes.
+func aboutPaidCharge(typ stripe.EventType) bool {
+	switch typ {
+	case "charge.refunded", "charge.refund.updated", "charge.dispute.created", "charge.dispute.closed", "charge.dispute.funds_withdrawn":
+		return true
+	}
+	return false
+}
+
+// follow starts the run that moves the order to what the provider holds of its
+// payment, once per event.
+func (h *Handler) follow(ctx context.Context, eventID string, o order.Order, intentID string) error {
+	_, err := h.Temporal.ExecuteWorkflow(ctx, workflows.FollowOptions(h.TaskQueue, o.WorkflowID, eventID),
+		workflows.FollowPayment, workflows.FollowOrder{Order: o, IntentID: intentID})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("follow the payment of %s: %w", o.ID, err)
+	}
+	return nil
 }
 
 // waitsOnIntent reports the order statuses in which the workflow waits on its

@@ -21,6 +21,9 @@ type Order struct {
 	Items      []order.Item `json:"items"`
 	PaymentRef string       `json:"payment_ref,omitempty"`
 	Failure    string       `json:"failure,omitempty"`
+	// AmountRefunded is what others refunded at the provider (PARTIALLY_REFUNDED,
+	// REFUNDED).
+	AmountRefunded int64 `json:"amount_refunded,omitempty"`
 	// NextAction is where to send the customer, while the order waits on them
 	// (read from the provider on GET of the order; never stored).
 	NextAction *provider.NextAction `json:"next_action,omitempty"`
@@ -31,7 +34,8 @@ type Order struct {
 // From is the order of a row of the order store.
 func From(r orderstore.Row) Order {
 	return Order{ID: r.ID, Status: r.Status, CustomerID: r.CustomerID, Currency: r.Currency, Amount: r.Amount,
-		Items: r.Items, PaymentRef: r.PaymentRef, Failure: r.Failure, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Items: r.Items, PaymentRef: r.PaymentRef, Failure: r.Failure, AmountRefunded: r.AmountRefunded,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // List is the orders of rows, in their order.

@@ -14,10 +14,18 @@ const (
 	StatusPaymentDeclined Status = "PAYMENT_DECLINED"
 	StatusCancelled       Status = "CANCELLED"
 	StatusFailed          Status = "FAILED" // failed for good after the charge; refunded
+	// After the payment, what others did to it at the provider: a refund from the
+	// dashboard or a support tool (in part: amount_refunded says how much), or a
+	// dispute by the cardholder's bank (lost: REFUNDED). Orderflow's own refunds
+	// end an order CANCELLED or FAILED instead.
+	StatusPartiallyRefunded Status = "PARTIALLY_REFUNDED"
+	StatusRefunded          Status = "REFUNDED"
+	StatusDisputed          Status = "DISPUTED"
 )
 
 // Statuses lists every status, in the order of the state machine.
-var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknown, StatusActionRequired, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed}
+var Statuses = []Status{StatusPending, StatusPaymentPending, StatusPaymentUnknown, StatusActionRequired, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed,
+	StatusPartiallyRefunded, StatusRefunded, StatusDisputed}
 
 // transitions is the order's state machine: the statuses each status may move to.
 // The order store checks every status change against it (orderstore.Move, which
@@ -33,7 +41,23 @@ var transitions = map[Status][]Status{
 	// Reconciled: found charged (PAID), or found not charged and charged again with
 	// the next key (PAYMENT_PENDING); never FAILED on a guess.
 	StatusPaymentUnknown: {StatusPaymentPending, StatusPaid, StatusPaymentDeclined, StatusCancelled, StatusFailed},
-	StatusPaid:           {StatusCancelled, StatusFailed}, // both refund first
+	// CANCELLED and FAILED refund first; the others follow the provider.
+	StatusPaid: {StatusCancelled, StatusFailed, StatusPartiallyRefunded, StatusRefunded, StatusDisputed},
+	// A cancel in the window refunds what is left; a dispute closes won (back to
+	// where it was) or lost (REFUNDED).
+	StatusPartiallyRefunded: {StatusRefunded, StatusDisputed, StatusCancelled, StatusFailed},
+	StatusDisputed:          {StatusPaid, StatusPartiallyRefunded, StatusRefunded},
+	StatusRefunded:          {StatusCancelled, StatusFailed}, // a cancel then refunds nothing
+}
+
+// AfterPayment reports the statuses of a paid order that follow the provider:
+// refunds and disputes made elsewhere move it among them.
+func AfterPayment(s Status) bool {
+	switch s {
+	case StatusPaid, StatusPartiallyRefunded, StatusRefunded, StatusDisputed:
+		return true
+	}
+	return false
 }
 
 // Valid reports whether s is a known status.

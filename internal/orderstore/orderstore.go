@@ -35,9 +35,12 @@ type Row struct {
 	Items      []order.Item
 	PaymentRef string
 	Failure    string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	WorkflowID string
+	// AmountRefunded is what others refunded at the provider (PARTIALLY_REFUNDED,
+	// REFUNDED).
+	AmountRefunded int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	WorkflowID     string
 	// Fingerprint is the request's (order.Fingerprint); nil for orders recorded
 	// before fingerprints.
 	Fingerprint []byte
@@ -173,12 +176,13 @@ func (s *Store) Record(ctx context.Context, o order.Order) (Row, error) {
 	return v, nil
 }
 
-const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), created_at, updated_at, workflow_id, fingerprint`
+const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), COALESCE(amount_refunded, 0), created_at, updated_at, workflow_id, fingerprint`
 
 func scan(row pgx.Row) (Row, error) {
 	var v Row
 	var items []byte
-	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint)
+	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.AmountRefunded,
+		&v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint)
 	if err != nil {
 		return v, err
 	}
@@ -320,7 +324,7 @@ func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]U
 		var u Unsettled
 		var items []byte
 		if err := rows.Scan(&u.ID, &u.Status, &u.CustomerID, &u.Currency, &u.Amount, &items, &u.PaymentRef, &u.Failure,
-			&u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Tenant); err != nil {
+			&u.AmountRefunded, &u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Tenant); err != nil {
 			return nil, fmt.Errorf("read unsettled orders: %w", err)
 		}
 		if err := json.Unmarshal(items, &u.Items); err != nil {
@@ -337,11 +341,13 @@ type Standing struct {
 	WorkflowID string
 	Status     order.Status
 	PaymentRef string
+	Amount     int64
+	Currency   string
 }
 
 // Standings returns the standing of each of ids that exists, in one statement.
 func (s *Store) Standings(ctx context.Context, ids []string) (map[string]Standing, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, tenant, workflow_id, status, COALESCE(payment_ref, '') FROM orders WHERE id = ANY($1)`, ids)
+	rows, err := s.db.Query(ctx, `SELECT id, tenant, workflow_id, status, COALESCE(payment_ref, ''), amount, currency FROM orders WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read orders: %w", err)
 	}
@@ -350,10 +356,30 @@ func (s *Store) Standings(ctx context.Context, ids []string) (map[string]Standin
 	for rows.Next() {
 		var id string
 		var st Standing
-		if err := rows.Scan(&id, &st.Tenant, &st.WorkflowID, &st.Status, &st.PaymentRef); err != nil {
+		if err := rows.Scan(&id, &st.Tenant, &st.WorkflowID, &st.Status, &st.PaymentRef, &st.Amount, &st.Currency); err != nil {
 			return nil, fmt.Errorf("read orders: %w", err)
 		}
 		out[id] = st
 	}
 	return out, rows.Err()
+}
+
+// Follow moves a paid order to what the provider shows of its payment (to, with
+// refunded refunded by others), if it is still in a status that follows the
+// provider and the state machine allows it; true when the order changed.
+func (s *Store) Follow(ctx context.Context, id string, to order.Status, refunded int64) (bool, error) {
+	var after []order.Status
+	for _, st := range order.Statuses {
+		if order.AfterPayment(st) && (st == to || order.CanMove(st, to)) {
+			after = append(after, st)
+		}
+	}
+	tag, err := s.db.Exec(ctx, `
+		UPDATE orders SET status = $2, amount_refunded = NULLIF($3, 0), updated_at = now()
+		WHERE id = $1 AND status = ANY($4) AND (status <> $2 OR COALESCE(amount_refunded, 0) <> $3)`,
+		id, to, refunded, after)
+	if err != nil {
+		return false, fmt.Errorf("move order %s to %s: %w", id, to, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

@@ -261,6 +261,54 @@ func (c *Client) RefundCharge(ctx context.Context, key, chargeID string, amount 
 	return refundOf(re), asError(err)
 }
 
+// Dispute is a cardholder's bank contesting a charge.
+type Dispute struct {
+	ID     string
+	Charge string
+	Intent string
+	Amount int64
+	Status string // needs_response, under_review, won, lost...
+}
+
+// Open reports whether the dispute is not yet decided.
+func (d Dispute) Open() bool {
+	return d.Status != "won" && d.Status != "lost" && d.Status != "warning_closed"
+}
+
+// IntentDisputes lists the disputes of an intent's charges.
+func (c *Client) IntentDisputes(ctx context.Context, intentID string) ([]Dispute, error) {
+	return collect(c.sc.V1Disputes.List(ctx, &stripe.DisputeListParams{PaymentIntent: stripe.String(intentID)}), disputeOf)
+}
+
+// ListDisputes returns the disputes created at or after since (a list: strongly
+// consistent, paged).
+func (c *Client) ListDisputes(ctx context.Context, since time.Time) ([]Dispute, error) {
+	p := &stripe.DisputeListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
+	p.Limit = stripe.Int64(100)
+	return collect(c.sc.V1Disputes.List(ctx, p), disputeOf)
+}
+
+// ListRefundsSince returns the refunds created at or after since, anyone's.
+func (c *Client) ListRefundsSince(ctx context.Context, since time.Time) ([]Refund, error) {
+	p := &stripe.RefundListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
+	p.Limit = stripe.Int64(100)
+	return c.refunds(ctx, p)
+}
+
+func disputeOf(d *stripe.Dispute) Dispute {
+	if d == nil {
+		return Dispute{}
+	}
+	out := Dispute{ID: d.ID, Amount: d.Amount, Status: string(d.Status)}
+	if d.Charge != nil {
+		out.Charge = d.Charge.ID
+	}
+	if d.PaymentIntent != nil {
+		out.Intent = d.PaymentIntent.ID
+	}
+	return out
+}
+
 // ListRefunds returns the refunds of a charge.
 func (c *Client) ListRefunds(ctx context.Context, chargeID string) ([]Refund, error) {
 	return c.refunds(ctx, &stripe.RefundListParams{Charge: stripe.String(chargeID)})

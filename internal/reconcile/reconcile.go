@@ -29,13 +29,19 @@ const (
 	// KindChargeNotTheOrders: a second charge on a paid order, on an intent that is
 	// not the order's payment.
 	KindChargeNotTheOrders = "charge_not_the_orders"
+	// KindRefundElsewhere, KindDispute: a refund someone else made of a paid
+	// order's payment (the dashboard, a support tool), a dispute by the
+	// cardholder's bank. The order follows them.
+	KindRefundElsewhere = "refund_elsewhere"
+	KindDispute         = "dispute"
 )
 
 // Actions taken on a discrepancy.
 const (
 	ActionRecoveryStarted = "recovery_started" // a run that settles the order by its intent
 	ActionRefunded        = "refunded"
-	ActionReported        = "reported" // left to a person (RECONCILE_REFUND_ORPHANS off)
+	ActionReported        = "reported"       // left to a person (RECONCILE_REFUND_ORPHANS off)
+	ActionOrderFollowed   = "order_followed" // the order was moved to what the provider holds
 )
 
 // Engine is the workflow engine as a pass sees it.
@@ -45,11 +51,16 @@ type Engine interface {
 	// Recover starts the run that settles an unsettled order by its intent ("" when
 	// the ledger names none).
 	Recover(ctx context.Context, o orderstore.Unsettled, intentID string) error
+	// Follow starts the run that moves a paid order to what the provider holds of
+	// its payment, once per trigger (a refund's or dispute's ID).
+	Follow(ctx context.Context, o order.Order, intentID, trigger string) error
 }
 
 // Provider is the payment provider as a pass sees it: lists, and refunds.
 type Provider interface {
 	ListCharges(ctx context.Context, since time.Time) ([]provider.Charge, error)
+	ListRefundsSince(ctx context.Context, since time.Time) ([]provider.Refund, error)
+	ListDisputes(ctx context.Context, since time.Time) ([]provider.Dispute, error)
 	RefundCharge(ctx context.Context, key, chargeID string, amount int64, metadata map[string]string) (provider.Refund, error)
 }
 
@@ -62,6 +73,7 @@ type Orders interface {
 // Ledger names an order's intent.
 type Ledger interface {
 	IntentOfOrder(ctx context.Context, orderID string) (string, error)
+	OrderOfIntent(ctx context.Context, intentID string) (string, error)
 }
 
 // Options are a reconciler's policy.
@@ -85,6 +97,7 @@ type Report struct {
 	Unsettled        int // orders not settled, older than the grace
 	Recovered        int // of them, with a closed workflow: recovery runs started
 	Charges          int // charges read from the provider
+	Refunds          int // refunds and disputes read from the provider
 	Findings         int // discrepancies found for the first time
 	ProviderRequests int
 }
@@ -140,6 +153,9 @@ func (r *Reconciler) Pass(ctx context.Context, beat func()) (Report, error) {
 		return rep, err
 	}
 	if err := r.providerSide(ctx, start, beat, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.elsewhere(ctx, rep.Since, beat, &rep); err != nil {
 		return rep, err
 	}
 	if err := r.findings.SetCursor(ctx, cursorName, start); err != nil {
@@ -260,5 +276,57 @@ func (r *Reconciler) record(ctx context.Context, rep *Report, f Finding) error {
 	}
 	rep.Findings++
 	r.found.WithLabelValues(f.Kind, f.Action).Inc()
+	return nil
+}
+
+// elsewhere has each paid order follow the refunds and disputes that others made
+// of its payment since the last pass (their webhooks may have been lost).
+func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, beat func(), rep *Report) error {
+	refunds, err := r.provider.ListRefundsSince(ctx, since)
+	if err != nil {
+		return fmt.Errorf("list refunds since %s: %w", since.Format(time.RFC3339), err)
+	}
+	disputes, err := r.provider.ListDisputes(ctx, since)
+	if err != nil {
+		return fmt.Errorf("list disputes since %s: %w", since.Format(time.RFC3339), err)
+	}
+	rep.Refunds = len(refunds) + len(disputes)
+	rep.ProviderRequests += len(refunds)/100 + len(disputes)/100 + 2
+	type trigger struct{ id, intent, kind string }
+	var found []trigger
+	for _, re := range refunds {
+		if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
+			(re.Status == "succeeded" || re.Status == "pending") {
+			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere})
+		}
+	}
+	for _, d := range disputes {
+		if d.Intent != "" {
+			found = append(found, trigger{d.ID, d.Intent, KindDispute})
+		}
+	}
+	for _, tr := range found {
+		beat()
+		orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
+		if err != nil || orderID == "" {
+			continue
+		}
+		orders, err := r.orders.Standings(ctx, []string{orderID})
+		if err != nil {
+			return err
+		}
+		o, ok := orders[orderID]
+		if !ok || !order.AfterPayment(o.Status) || o.PaymentRef != tr.intent {
+			continue // not paid by it, or ended otherwise: the charges' check covers it
+		}
+		oo := order.Order{ID: orderID, Tenant: o.Tenant, WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}
+		if err := r.engine.Follow(ctx, oo, tr.intent, tr.id); err != nil {
+			return fmt.Errorf("follow %s of order %s: %w", tr.id, orderID, err)
+		}
+		if err := r.record(ctx, rep, Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: orderID, Tenant: o.Tenant,
+			ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: "made at the provider by others"}); err != nil {
+			return err
+		}
+	}
 	return nil
 }

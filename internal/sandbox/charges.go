@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +19,7 @@ type Charge struct {
 	Status         string            `json:"status"`
 	Paid           bool              `json:"paid"`
 	Refunded       bool              `json:"refunded"`
+	Disputed       bool              `json:"disputed"`
 	Created        int64             `json:"created"`
 	Metadata       map[string]string `json:"metadata"`
 	PaymentIntent  string            `json:"payment_intent,omitempty"`
@@ -144,6 +143,9 @@ func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
 			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", "No such charge or payment intent with a charge: "+chargeID+intentID)
 		}
 		left := c.Amount - c.AmountRefunded
+		if s.disputed(c.ID) {
+			return http.StatusBadRequest, errorBody("invalid_request_error", "charge_disputed", "Charge "+c.ID+" has been disputed; it cannot be refunded.")
+		}
 		if left == 0 {
 			return http.StatusBadRequest, errorBody("invalid_request_error", "charge_already_refunded", "Charge "+c.ID+" has already been refunded.")
 		}
@@ -158,6 +160,7 @@ func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
 		re := &Refund{ID: newID("re"), Object: "refund", Charge: c.ID, PaymentIntent: c.PaymentIntent, Amount: amount,
 			Status: "succeeded", Created: time.Now().Unix(), Metadata: md, IdempotencyKey: key}
 		s.refunds = append(s.refunds, re)
+		s.emit("charge.refunded", *c)
 		return http.StatusOK, *re
 	})
 }
@@ -177,111 +180,14 @@ func (s *Server) refundable(chargeID, intentID string) *Charge {
 	return nil
 }
 
-// listCharges lists charges as Stripe does: newest first, limit (1 to 100, default
-// 10) per page, starting_after the last one of the page before, created[gte] (and
-// the other range bounds) in Unix seconds, and has_more. idempotency_key is the
+// listCharges lists charges as Stripe does (see paginate); idempotency_key is the
 // sandbox's filter for tests.
 func (s *Server) listCharges(w http.ResponseWriter, r *http.Request) {
 	if !s.gate(w, "") {
 		return
 	}
-	q := r.URL.Query()
-	key := q.Get("idempotency_key")
-	all := s.Charges(key)
-	slices.Reverse(all)
-	p, msg := newPage(q)
-	if msg != "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", msg)
-		return
-	}
-	var out []Charge
-	more := false
-	for _, c := range all {
-		switch ok, stop := p.take(c.ID, c.Created); {
-		case stop:
-			more = true
-		case ok:
-			out = append(out, c)
-			continue
-		default:
-			continue
-		}
-		break
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": nonNil(out), "has_more": more, "url": "/v1/charges"})
-}
-
-// page is a list request's window over objects listed newest first.
-type page struct {
-	limit        int
-	after        string // starting_after: objects up to and including it are skipped
-	seen         bool
-	gte, lte     int64
-	taken        int
-	hasGte, hasL bool
-}
-
-// newPage reads limit, starting_after and created[gte|gt|lte|lt]; a message says
-// why the request is invalid.
-func newPage(q url.Values) (*page, string) {
-	p := &page{limit: 10, after: q.Get("starting_after")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return nil, "Invalid limit: must be an integer between 1 and 100"
-		}
-		p.limit = n
-	}
-	bound := func(name string, adjust int64) (int64, bool, string) {
-		v := q.Get("created[" + name + "]")
-		if v == "" {
-			return 0, false, ""
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, false, "Invalid created[" + name + "]: must be a Unix timestamp"
-		}
-		return n + adjust, true, ""
-	}
-	var msg string
-	var gt, lt int64
-	var hasGt, hasLt bool
-	if p.gte, p.hasGte, msg = bound("gte", 0); msg != "" {
-		return nil, msg
-	}
-	if gt, hasGt, msg = bound("gt", 1); msg != "" {
-		return nil, msg
-	}
-	if p.lte, p.hasL, msg = bound("lte", 0); msg != "" {
-		return nil, msg
-	}
-	if lt, hasLt, msg = bound("lt", -1); msg != "" {
-		return nil, msg
-	}
-	if hasGt && (!p.hasGte || gt > p.gte) {
-		p.gte, p.hasGte = gt, true
-	}
-	if hasLt && (!p.hasL || lt < p.lte) {
-		p.lte, p.hasL = lt, true
-	}
-	return p, ""
-}
-
-// take says whether the object belongs on the page, and stop once the page is full
-// and another one would have followed.
-func (p *page) take(id string, created int64) (ok, stop bool) {
-	if p.after != "" && !p.seen {
-		p.seen = id == p.after
-		return false, false
-	}
-	if (p.hasGte && created < p.gte) || (p.hasL && created > p.lte) {
-		return false, false
-	}
-	if p.taken == p.limit {
-		return false, true
-	}
-	p.taken++
-	return true, false
+	paginate(w, r, "/v1/charges", s.Charges(r.URL.Query().Get("idempotency_key")),
+		func(c Charge) (string, int64) { return c.ID, c.Created })
 }
 
 // searchCharges answers GET /v1/charges/search?query=metadata['order_id']:'ID' with
@@ -314,7 +220,8 @@ func (s *Server) searchedOrder(w http.ResponseWriter, r *http.Request) (string, 
 	return orderID, true
 }
 
-// listRefunds lists refunds by charge or payment_intent (and, for tests, key).
+// listRefunds lists refunds as Stripe does (see paginate), by charge or
+// payment_intent (and, for tests, key).
 func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
 	if !s.gate(w, "") {
 		return
@@ -322,12 +229,12 @@ func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key, charge, intent := q.Get("idempotency_key"), q.Get("charge"), q.Get("payment_intent")
 	s.mu.Lock()
-	out := []Refund{}
+	var out []Refund
 	for _, re := range s.refunds {
 		if (key == "" || re.IdempotencyKey == key) && (charge == "" || re.Charge == charge) && (intent == "" || re.PaymentIntent == intent) {
 			out = append(out, *re)
 		}
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "has_more": false})
+	paginate(w, r, "/v1/refunds", out, func(re Refund) (string, int64) { return re.ID, re.Created })
 }

@@ -119,6 +119,7 @@ type Server struct {
 	charges      []*Charge
 	refunds      []*Refund
 	intents      []*Intent
+	disputes     []*Dispute
 	faults       Faults
 	unauthorized time.Time // 401 until then
 	// requests counts POSTs per idempotency key, answered or not.
@@ -154,6 +155,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/charges", s.listCharges)
 	mux.HandleFunc("GET /v1/charges/search", s.searchCharges)
 	mux.HandleFunc("GET /v1/events", s.listEvents)
+	mux.HandleFunc("GET /v1/disputes", s.listDisputes)
+	mux.HandleFunc("POST /sandbox/disputes", s.openDispute)
+	mux.HandleFunc("POST /sandbox/disputes/{id}/close", s.closeDispute)
 	mux.HandleFunc("GET /sandbox/3ds/{id}", s.authenticationPage)
 	mux.HandleFunc("POST /sandbox/3ds/{id}", s.authenticate)
 	mux.HandleFunc("GET /sandbox/webhooks", s.getWebhooks)

@@ -1,0 +1,69 @@
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// FollowOrder names a paid order whose payment others may have refunded or
+// disputed at the provider.
+type FollowOrder struct {
+	Order    order.Order // ID, tenant, workflow ID, amount, currency
+	IntentID string
+}
+
+// FollowWorkflowID is the ID of the FollowPayment run that a trigger (a webhook
+// event, a refund or dispute the reconciler found) starts for an order: one run
+// per trigger, however often it is delivered.
+func FollowWorkflowID(orderWorkflowID, trigger string) string {
+	return "follow:" + orderWorkflowID + ":" + trigger
+}
+
+// FollowOptions start the FollowPayment run of a trigger on queue: once per
+// trigger, even after it closed.
+func FollowOptions(queue, orderWorkflowID, trigger string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: FollowWorkflowID(orderWorkflowID, trigger), TaskQueue: queue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true}
+}
+
+// eventOf is the event an order moved to status by others publishes.
+var eventOf = map[order.Status]string{
+	order.StatusPartiallyRefunded: activities.EventOrderPartiallyRefunded,
+	order.StatusRefunded:          activities.EventOrderRefunded,
+	order.StatusDisputed:          activities.EventOrderDisputed,
+	order.StatusPaid:              activities.EventOrderDisputeWon,
+}
+
+// FollowPayment moves a paid order to what the provider holds of its payment
+// (refunds and disputes made elsewhere) and, when it moved, publishes the event of
+// its new status. The webhooks of refunds and disputes start it, and so does the
+// reconciler for what it finds.
+func FollowPayment(ctx workflow.Context, in FollowOrder) (activities.FollowResult, error) {
+	var p *activities.Payments
+	var ev *activities.Events
+	read := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second, RetryPolicy: retryForever(30 * time.Second),
+	})
+	o := in.Order
+	var res activities.FollowResult
+	err := workflow.ExecuteActivity(read, p.FollowPayment, activities.FollowInput{
+		OrderID: o.ID, IntentID: in.IntentID, Amount: o.Amount, Currency: o.Currency,
+	}).Get(ctx, &res)
+	if err != nil || !res.Changed {
+		return res, err
+	}
+	publish := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 15 * time.Second, HeartbeatTimeout: 5 * time.Second, RetryPolicy: retryForever(30 * time.Second),
+	})
+	e := activities.Event{Type: eventOf[res.Status], OrderID: o.ID, Tenant: o.Tenant, WorkflowID: o.WorkflowID,
+		Status: res.Status, Amount: o.Amount, Currency: o.Currency, PaymentRef: in.IntentID,
+		AmountRefunded: res.Refunded, OccurredAt: workflow.Now(ctx).UTC()}
+	return res, workflow.ExecuteActivity(publish, ev.Publish, e).Get(ctx, nil)
+}
