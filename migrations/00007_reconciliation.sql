@@ -1,13 +1,32 @@
 -- +goose NO TRANSACTION
 -- +goose Up
 
--- When the order was first recorded PAID: a run that pays it again (a reset, a
--- recovery) anchors the cancel window here, never at its own start. Rows paid
--- before it existed read their last change instead (a PAID order's is that move).
-ALTER TABLE orders ADD COLUMN IF NOT EXISTS paid_at timestamptz;
--- What others refunded of a paid order at the provider (PARTIALLY_REFUNDED,
--- REFUNDED); NULL for none.
-ALTER TABLE orders ADD COLUMN IF NOT EXISTS amount_refunded bigint;
+-- paid_at: when the order was first recorded PAID; a run that pays it again (a
+-- reset, a recovery) anchors the cancel window here, never at its own start. Rows
+-- paid before it existed read their last change instead (a PAID order's is that
+-- move). amount_refunded: what others refunded of a paid order at the provider
+-- (PARTIALLY_REFUNDED, REFUNDED); NULL for none.
+--
+-- Adding a nullable column changes metadata only, but under a lock that waits for
+-- the statements in flight and holds back those that come after it. Each attempt
+-- waits at most 10 ms, then lets the traffic through and tries again.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    FOR attempt IN 1..500 LOOP
+        BEGIN
+            SET LOCAL lock_timeout = '10ms';
+            ALTER TABLE orders ADD COLUMN IF NOT EXISTS paid_at timestamptz,
+                               ADD COLUMN IF NOT EXISTS amount_refunded bigint;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM pg_sleep(0.05);
+        END;
+    END LOOP;
+    RAISE EXCEPTION 'orders stayed busy: the columns were not added';
+END
+$$;
+-- +goose StatementEnd
 
 -- The reconciler's finds: each discrepancy between the provider, the engine and the
 -- ledger, and what was done about it.

@@ -54,7 +54,7 @@ func bootstrap(ctx context.Context, getenv func(string) string, l layout, stdout
 	conn, cluster := e.Temporal(), e.Kafka()
 	events, requests, dlq := topics(e)
 	interval, _ := e.Reconcile()
-	queue := e.Common().TaskQueue
+	queue := e.String("TASK_QUEUE", "orders")
 	if err := e.Err(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

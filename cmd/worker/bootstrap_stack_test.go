@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // worker bootstrap makes a namespace and three topics that did not exist, and a
@@ -46,6 +48,16 @@ func TestBootstrapCreatesTheNamespaceAndTopicsOnce(t *testing.T) {
 	ns, err := nc.Describe(context.Background(), name)
 	if err != nil || ns.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() != 72*time.Hour {
 		t.Fatalf("namespace %s: %v %v", name, ns.GetConfig(), err)
+	}
+	c, err := client.Dial(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sched, err := c.ScheduleClient().GetHandle(context.Background(), workflows.ReconcileSchedule).Describe(context.Background())
+	if err != nil || len(sched.Schedule.Spec.Intervals) != 1 || sched.Schedule.Spec.Intervals[0].Every != time.Minute ||
+		sched.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP {
+		t.Fatalf("schedule %s: %+v %v", workflows.ReconcileSchedule, sched, err)
 	}
 	for topic, partitions := range map[string]int{name + ".requested": 3, name + ".events": 3, name + ".dlq": 1} {
 		if n, err := kafkaclient.Partitions(context.Background(), cluster, topic); err != nil || n != partitions {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/stacktest"
 	"github.com/orderflow/orderflow/migrations"
@@ -27,7 +26,8 @@ import (
 
 // The newest migration is applied while old pods serve: on a database one
 // migration behind, with a table of orders, requests record orders, move them and
-// claim keys while the migration runs, and none of them waits on a lock.
+// claim keys while the migration runs, and none of them waits on a lock longer than
+// a change of metadata takes.
 func TestNewestMigrationUnderLoadTakesNoLockRequestsWaitOn(t *testing.T) {
 	env := stacktest.Env(t)
 	ctx := context.Background()
@@ -57,7 +57,7 @@ func TestNewestMigrationUnderLoadTakesNoLockRequestsWaitOn(t *testing.T) {
 	var ops atomic.Int64
 	var loadErr atomic.Value
 	var wg sync.WaitGroup
-	orders, keys := orderstore.New(load), idempotency.New(load, time.Hour, 0)
+	keys := idempotency.New(load, time.Hour, 0)
 	for w := range 6 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -66,7 +66,7 @@ func TestNewestMigrationUnderLoadTakesNoLockRequestsWaitOn(t *testing.T) {
 					return
 				default:
 				}
-				if err := request(ctx, orders, keys, fmt.Sprintf("k-%d-%d", w, i)); err != nil {
+				if err := request(ctx, load, keys, fmt.Sprintf("k-%d-%d", w, i)); err != nil {
 					loadErr.Store(err)
 					return
 				}
@@ -119,25 +119,41 @@ func TestNewestMigrationUnderLoadTakesNoLockRequestsWaitOn(t *testing.T) {
 	if during == 0 {
 		t.Fatal("no request ran during the migration")
 	}
-	if waits > 0 {
+	if longest > maxLockWait {
 		t.Fatalf("requests waited on a lock during the migration: %d samples, the longest %s", waits, longest)
 	}
 }
 
-// request is what a POST's and the workflow's statements do to the hot tables: a
-// key claimed, an order recorded, read and moved.
-func request(ctx context.Context, orders *orderstore.Store, keys *idempotency.Store, key string) error {
+// maxLockWait bounds a request's wait on a migration's lock: a change of metadata
+// taken with a short lock timeout, never a scan or a rewrite (the old 00006's
+// index built in place held requests 142 ms).
+const maxLockWait = 50 * time.Millisecond
+
+// request is what an old pod's POST and workflow do to the hot tables, in the
+// statements of the release before the newest migration (the current store's may
+// name columns it adds): a key claimed, an order recorded, read and moved.
+func request(ctx context.Context, pool *pgxpool.Pool, keys *idempotency.Store, key string) error {
 	wf := order.WorkflowID("load", order.FromHTTP, key)
 	fp := idempotency.Print{Value: []byte(key), Matches: func([]byte) bool { return true }}
 	if _, _, err := keys.Claim(ctx, "load", key, fp, wf, time.Minute); err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
-	o := order.Order{ID: order.IDFor(wf), Tenant: "load", WorkflowID: wf, CustomerID: "cus", Currency: "USD",
-		Items: []order.Item{{SKU: "s", Quantity: 1, UnitAmount: 100}}, Amount: 100}
-	if _, err := orders.Record(ctx, o); err != nil {
+	id := order.IDFor(wf)
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status)
+		VALUES ($1, 'load', $2, 'cus', '[{"sku":"s","quantity":1,"unit_amount":100}]', 100, 'USD', 'PENDING')
+		ON CONFLICT DO NOTHING`, id, wf); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	return orders.Move(ctx, o.ID, order.StatusPaymentPending, "", "")
+	var status string
+	if err := pool.QueryRow(ctx, `SELECT status FROM orders WHERE tenant = 'load' AND id = $1`, id).Scan(&status); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE orders SET status = 'PAYMENT_PENDING', updated_at = now() WHERE id = $1 AND status = ANY($2)`,
+		id, order.Sources(order.StatusPaymentPending)); err != nil {
+		return fmt.Errorf("move: %w", err)
+	}
+	return nil
 }
 
 func migrationVersions(t *testing.T) []int64 {
