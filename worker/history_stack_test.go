@@ -14,15 +14,21 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	tlog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
 )
 
@@ -141,6 +147,65 @@ func TestRealHistoriesReplay(t *testing.T) {
 		histories[name] = history(t, ctx, h.Temporal, id)
 	}
 
+	// An operator cancels the workflow while the provider confirms: the run
+	// compensates (the charge refunded) and ends cancelled.
+	h.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 1500, Slow: 1})
+	id, in = h.placeOrder("cancelled-by-operator", "pm_card_visa")
+	run = h.execute(t, ctx, id, in)
+	stacktest.Eventually(t, 30*time.Second, "the confirm to be at the provider", func() bool { return h.Sim.InFlight() == 1 })
+	if err := h.Temporal.CancelWorkflow(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("cancelled by an operator: %v", err)
+	}
+	if status, _ := h.orderRow(t, order.IDFor(id)); status != string(order.StatusCancelled) {
+		t.Fatalf("cancelled by an operator: the order is %s", status)
+	}
+	histories["order_cancelled_by_operator"] = history(t, ctx, h.Temporal, id)
+
+	// Terminated while the provider confirms: the reconciler's recovery run reads
+	// the intent and pays the order.
+	h.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 1500, Slow: 1})
+	id, in = h.placeOrder("recovered", "pm_card_visa")
+	h.execute(t, ctx, id, in)
+	stacktest.Eventually(t, 30*time.Second, "the confirm to be at the provider", func() bool { return h.Sim.InFlight() == 1 })
+	if err := h.Temporal.TerminateWorkflow(ctx, id, "", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	intent, err := ledger.New(h.Pool).IntentOfOrder(ctx, order.IDFor(id))
+	if err != nil || intent == "" {
+		t.Fatalf("the ledger's intent: %q %v", intent, err)
+	}
+	u := orderstore.Unsettled{Row: orderstore.Row{ID: in.Order.ID, Status: order.StatusPaymentPending, CustomerID: in.Order.CustomerID,
+		Currency: in.Order.Currency, Amount: in.Order.Amount, Items: in.Order.Items, WorkflowID: id}, Tenant: h.tenant}
+	if err := worker.NewEngine(h.Temporal, h.Queue, in.Policy).Recover(ctx, u, intent); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil || res.Status != order.StatusPaid {
+		t.Fatalf("recovered: %+v, %v", res, err)
+	}
+	histories["order_recovered"] = history(t, ctx, h.Temporal, id)
+
+	// Refunded in part elsewhere: FollowPayment moves the paid order.
+	id = order.WorkflowID(h.tenant, order.FromHTTP, "paid")
+	_, ref := h.orderRow(t, order.IDFor(id))
+	elsewhere := provider.New(provider.Config{URL: h.SimURL, Timeout: 5 * time.Second}, nil)
+	if _, err := elsewhere.RefundIntent(ctx, "dashboard-1", ref, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	followed, err := h.Temporal.ExecuteWorkflow(ctx, workflows.FollowOptions(h.Queue, id, "dashboard-1"), workflows.FollowPayment,
+		workflows.FollowOrder{Order: order.Order{ID: order.IDFor(id), Tenant: h.tenant, WorkflowID: id, Amount: 2598, Currency: "USD"}, IntentID: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fr activities.FollowResult
+	if err := followed.Get(ctx, &fr); err != nil || fr.Status != order.StatusPartiallyRefunded || fr.Refunded != 100 || !fr.Changed {
+		t.Fatalf("followed: %+v, %v", fr, err)
+	}
+	histories["follow_partially_refunded"] = history(t, ctx, h.Temporal, followed.GetID())
+	h.Sim.SetFaults(sandbox.Faults{})
+
 	// Prefer: wait as the API runs it: the start and the settled update in one
 	// call, answered PAID while a cancel window keeps the workflow running.
 	req, err := intake.DecodeRequest([]byte(`{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":500}],"payment_method":"pm_card_visa"}`))
@@ -165,6 +230,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	replayer.RegisterWorkflow(workflows.Order)
+	replayer.RegisterWorkflow(workflows.FollowPayment)
 	logger := tlog.NewStructuredLogger(stacktest.Logger(t))
 	for name, hist := range histories {
 		if err := replayer.ReplayWorkflowHistory(logger, hist); err != nil {

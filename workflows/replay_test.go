@@ -12,7 +12,8 @@ import (
 
 // TestReplayRecordedHistories replays histories recorded from the real server
 // (worker's TestRealHistoriesReplay with ORDERFLOW_RECORD_HISTORIES=1). A change to
-// Order that would break running workflows fails here.
+// Order that would break running workflows fails here. v1_1_* are runs started
+// before the change closed-doors.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -26,6 +27,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(Order)
+			r.RegisterWorkflow(FollowPayment)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
 				t.Fatal(err)
 			}
