@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,16 +57,57 @@ func (o tenantOrders) Unsettled(ctx context.Context, before time.Time, limit int
 	return mine, err
 }
 
+// newReconciler is a reconciler of the rig's orders against its sandbox.
+func (r *rig) newReconciler() *reconcile.Reconciler {
+	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	return reconcile.New(worker.NewEngine(r.Temporal, r.Queue, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
+		pay, tenantOrders{orderstore.New(r.Pool), r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
+		reconcile.NewMetrics(prometheus.NewRegistry()),
+		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
+}
+
+// audited is what the audits of every rig of the suite found.
+var audited struct {
+	sync.Mutex
+	rigs, orders, charges, found int
+}
+
+// audit is the suite's global check, rig by rig: once a row is done, a read-only
+// reconcile pass over everything it did finds every charge at its sandbox
+// belonging to an order that shows it, and no unsettled order without its
+// workflow. TestMain prints the sum.
+func (r *rig) audit(t *testing.T) {
+	a, err := r.newReconciler().Audit(context.Background(), time.Time{})
+	if err != nil {
+		t.Errorf("reconcile audit: %v", err)
+		return
+	}
+	audited.Lock()
+	audited.rigs, audited.orders, audited.charges, audited.found = audited.rigs+1, audited.orders+a.Orders, audited.charges+a.Charges, audited.found+len(a.Findings)
+	audited.Unlock()
+	for _, f := range a.Findings {
+		t.Errorf("reconcile audit: %s: order %q, %s %d %s: %s", f.Kind, f.OrderID, f.ProviderID, f.Amount, f.Currency, f.Detail)
+	}
+}
+
+// TestMain runs the suite, then adds the global check's line to its summary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	audited.Lock()
+	line := fmt.Sprintf("%-44s rigs=%d charges=%d unsettled-orders=%d discrepancies=%d", "reconcile audit of every row",
+		audited.rigs, audited.charges, audited.orders, audited.found)
+	audited.Unlock()
+	fmt.Println(line)
+	appendSummary(line)
+	os.Exit(code)
+}
+
 // reconciler runs the reconcile Schedule for the rig, as worker bootstrap makes it
 // (every reconcileEvery, one pass at a time), served by a worker in the test
 // process on a queue of its own; its recovery runs go to the rig's worker.
 func (r *rig) reconciler(t *testing.T) {
 	t.Helper()
-	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
-	rec := reconcile.New(worker.NewEngine(r.Temporal, r.Queue, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
-		pay, tenantOrders{orderstore.New(r.Pool), r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
-		reconcile.NewMetrics(prometheus.NewRegistry()),
-		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
+	rec := r.newReconciler()
 	queue := r.Queue + "-reconcile"
 	w := sdkworker.New(r.Temporal, queue, sdkworker.Options{})
 	w.RegisterWorkflow(workflows.Reconcile)

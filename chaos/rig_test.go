@@ -57,6 +57,7 @@ func newRig(t *testing.T) *rig {
 	}
 	r.apiKey = key
 	r.apiAddr, r.opsAddr, r.apiOpsAddr = stacktest.FreeAddr(t), stacktest.FreeAddr(t), stacktest.FreeAddr(t)
+	t.Cleanup(func() { r.audit(t) }) // last, once the rig's processes have stopped
 	return r
 }
 

@@ -330,3 +330,54 @@ func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, beat func()
 	}
 	return nil
 }
+
+// Audit is what a read-only pass found: the discrepancies left, none repaired.
+type Audit struct {
+	Orders   int // unsettled orders looked at
+	Charges  int // charges read from the provider
+	Findings []Finding
+}
+
+// Audit looks as a pass does, over the charges created since since, and repairs
+// nothing: a check that every succeeded charge belongs to an order that shows it
+// and no unsettled order is left without its workflow.
+func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) {
+	var a Audit
+	open, err := r.orders.Unsettled(ctx, time.Now().Add(-r.opts.Grace), maxUnsettled)
+	if err != nil {
+		return a, err
+	}
+	a.Orders = len(open)
+	for _, o := range open {
+		running, err := r.engine.Running(ctx, o.WorkflowID)
+		if err != nil {
+			return a, fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
+		}
+		if !running {
+			a.Findings = append(a.Findings, Finding{Kind: KindWorkflowClosed, OrderID: o.ID, Tenant: o.Tenant,
+				Detail: "the order is " + string(o.Status) + " with no running workflow"})
+		}
+	}
+	charges, err := r.provider.ListCharges(ctx, since)
+	if err != nil {
+		return a, fmt.Errorf("list charges since %s: %w", since.Format(time.RFC3339), err)
+	}
+	a.Charges = len(charges)
+	ids := make([]string, 0, len(charges))
+	for _, c := range charges {
+		ids = append(ids, c.Metadata["order_id"])
+	}
+	orders, err := r.orders.Standings(ctx, ids)
+	if err != nil {
+		return a, err
+	}
+	for _, c := range charges {
+		if c.Status != "succeeded" || c.Refunded >= c.Amount {
+			continue
+		}
+		if f, ok := judge(c, orders); ok {
+			a.Findings = append(a.Findings, f)
+		}
+	}
+	return a, nil
+}
