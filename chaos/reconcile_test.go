@@ -375,13 +375,22 @@ func TestChaosRefundsAndDisputesMadeElsewhere(t *testing.T) {
 
 // eventTypes reads the events topic to its end: each order's event types.
 func (r *rig) eventTypes(t *testing.T) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range r.readEvents(t) {
+		out[e.OrderID] = append(out[e.OrderID], e.Type)
+	}
+	return out
+}
+
+// readEvents reads the events topic to its end.
+func (r *rig) readEvents(t *testing.T) []activities.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	end := stacktest.EndOffset(t, r.Topic, 0)
 	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer rd.Close()
-	out := map[string][]string{}
+	var out []activities.Event
 	for offset := int64(0); offset < end; {
 		m, err := rd.ReadMessage(ctx)
 		if err != nil {
@@ -392,7 +401,7 @@ func (r *rig) eventTypes(t *testing.T) map[string][]string {
 		if err := json.Unmarshal(m.Value, &e); err != nil {
 			t.Fatalf("event %q: %v", m.Value, err)
 		}
-		out[e.OrderID] = append(out[e.OrderID], e.Type)
+		out = append(out, e)
 	}
 	return out
 }
@@ -430,4 +439,51 @@ func TestChaosDisputeWonThroughWebhooks(t *testing.T) {
 		return slices.Contains(types, activities.EventOrderDisputed) && slices.Contains(types, activities.EventOrderDisputeWon)
 	})
 	r.settledLedger(t, "webhooks: disputed, then won", id, order.StatusPaid, 500)
+}
+
+// An operator resets a paid order's workflow to its first task after the provider
+// forgot its keys (the sandbox pruned them, as Stripe does after 24 hours): the
+// new run sends the same keys, the ledger answers them, and the order stays PAID
+// with one charge and one OrderPaid event ID.
+func TestChaosResetAfterTheProviderForgotTheKeys(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	status, id := r.postBody(t, "reset-forgotten", orderJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	wf := r.workflowOf("reset-forgotten")
+	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Sim.Prune()
+	r.operator(t, "workflow", "reset", "--workflow-id", wf, "--type", "FirstWorkflowTask", "--reason", "operator")
+	stacktest.Eventually(t, time.Minute, "the reset run to complete", func() bool {
+		return stacktest.Runs(t, r.Temporal, wf) == 2 && r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil) == nil
+	})
+	r.settledLedger(t, "reconcile: reset after the keys were forgotten", id, order.StatusPaid, 500)
+	ids := map[string]bool{}
+	stacktest.Eventually(t, 30*time.Second, "both runs' OrderPaid", func() bool {
+		paid := 0
+		for _, e := range r.paidEvents(t)[id] {
+			ids[e] = true
+			paid++
+		}
+		return paid >= 2
+	})
+	if len(ids) != 1 {
+		t.Fatalf("the order's OrderPaid events carry %d event IDs", len(ids))
+	}
+}
+
+// paidEvents is each order's OrderPaid event IDs on the events topic.
+func (r *rig) paidEvents(t *testing.T) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range r.readEvents(t) {
+		if e.Type == activities.EventOrderPaid {
+			out[e.OrderID] = append(out[e.OrderID], e.EventID)
+		}
+	}
+	return out
 }

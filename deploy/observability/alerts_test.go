@@ -70,6 +70,10 @@ var alertCases = map[string]struct{ fires, quiet []string }{
 		fires: []string{`orderflow_provider_requests_total{outcome="ok"} 0+50x60`, `orderflow_provider_requests_total{outcome="server_error"} 0+10x60`},
 		quiet: []string{`orderflow_provider_requests_total{outcome="ok"} 0+50x60`, `orderflow_provider_requests_total{outcome="declined"} 0+50x60`},
 	},
+	"OrderflowReconcileDiscrepancies": {
+		fires: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0 0 0 1 1 1`},
+		quiet: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0x60`},
+	},
 	"OrderflowProviderSlow": {
 		fires: latency("orderflow_provider_request_duration_seconds", 30),
 		quiet: latency("orderflow_provider_request_duration_seconds", 0.3),

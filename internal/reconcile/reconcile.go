@@ -129,6 +129,15 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 		LastPass: prometheus.NewGauge(prometheus.GaugeOpts{Name: "orderflow_reconcile_last_pass_timestamp_seconds",
 			Help: "When the last reconcile pass finished."}),
 	}
+	// Every pair a pass can count, at zero: an alert sees the series before the
+	// first discrepancy.
+	for _, kind := range []string{KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders} {
+		m.Found.WithLabelValues(kind, ActionRefunded)
+		m.Found.WithLabelValues(kind, ActionReported)
+	}
+	m.Found.WithLabelValues(KindWorkflowClosed, ActionRecoveryStarted)
+	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
 	reg.MustRegister(m.Found, m.LastPass)
 	return m
 }
