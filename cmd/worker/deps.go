@@ -35,9 +35,10 @@ func newDeps(c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.L
 			return worker.Deps{}, err
 		}
 	}
-	pay := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
-	acts := worker.NewActivities(base.Pool, pay, events, reg, traces)
-	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Policy), pay,
+	metered := provider.Metered(traces.Transport(http.DefaultTransport), reg)
+	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, metered), events, reg, traces)
+	paced := provider.New(c.Payments, provider.Paced(metered, reconcile.ProviderRate))
+	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Policy), paced,
 		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
 	return worker.Deps{
 		Logger:     logger,

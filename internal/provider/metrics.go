@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 )
 
 // Metered counts and times every request to the provider by operation and
@@ -94,4 +95,26 @@ func outcome(resp *http.Response, err error) string {
 		return "refused"
 	}
 	return "other"
+}
+
+// Paced sends at most perSecond requests a second through next, waiting for its
+// turn (or the request's context): for a caller whose requests must leave the
+// account's rate limit to the payments.
+func Paced(next http.RoundTripper, perSecond float64) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &paced{next: next, limit: rate.NewLimiter(rate.Limit(perSecond), 1)}
+}
+
+type paced struct {
+	next  http.RoundTripper
+	limit *rate.Limiter
+}
+
+func (p *paced) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := p.limit.Wait(r.Context()); err != nil {
+		return nil, err
+	}
+	return p.next.RoundTrip(r)
 }

@@ -147,6 +147,11 @@ func New(e Engine, p Provider, o Orders, l Ledger, f *Store, m Metrics, opts Opt
 	return &Reconciler{engine: e, provider: p, orders: o, ledger: l, findings: f, opts: opts, found: m.Found, lastPass: m.LastPass}
 }
 
+// ProviderRate is the most requests a second a pass sends the provider (give its
+// client provider.Paced): a tenth of Stripe's live limit, the rest left to
+// payments. A list page holds 100 objects, so a pass reads 1,000 a second.
+const ProviderRate = 10
+
 // maxUnsettled bounds the orders one pass looks at; the next pass takes the rest.
 const maxUnsettled = 1000
 

@@ -238,3 +238,15 @@ func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	paginate(w, r, "/v1/refunds", out, func(re Refund) (string, int64) { return re.ID, re.Created })
 }
+
+// Preload records n succeeded charges of amount, one per order that orderOf names,
+// each on an intent that intentOf names, as if they had been made (a load for
+// tests that need many).
+func (s *Server) Preload(n int, amount int64, currency string, orderOf, intentOf func(i int) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range n {
+		c := s.newCharge(amount, strings.ToLower(currency), map[string]string{"order_id": orderOf(i)}, "")
+		c.PaymentIntent = intentOf(i)
+	}
+}
