@@ -137,3 +137,21 @@ func TestRecoveryFollowsTheIntent(t *testing.T) {
 		})
 	}
 }
+
+// A cancel while the intent was never confirmed closes the intent before the
+// order ends CANCELLED: no confirm can charge it later.
+func TestCancelledBeforeTheConfirmClosesTheIntent(t *testing.T) {
+	e := newEnv(t)
+	e.OnActivity(e.payments.PayIntent, mock.Anything, mock.Anything).After(30*time.Second).
+		Return(activities.PayResult{IntentID: "pi_1", State: state(activities.IntentRequiresConfirmation)}, nil)
+	rec := e.onIntents(nil, []answer{succeeded()}, nil)
+	var got OrderResult
+	e.cancelAt(t, time.Second, func(r OrderResult, _ error) { got = r })
+	e.execute(placeOrder())
+	if res := e.result(t); res.Status != order.StatusCancelled || !equal(rec.closes, keys("close", 0)) || len(rec.confirms) != 0 {
+		t.Fatalf("result %+v after closes %v, confirms %v", res, rec.closes, rec.confirms)
+	}
+	if got.Status != order.StatusCancelled {
+		t.Fatalf("the cancel answered %+v", got)
+	}
+}

@@ -185,6 +185,17 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 			}
 			return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason)
 		case activities.IntentRequiresConfirmation:
+			if r.cancelRequested && r.v >= 1 && r.abandoned == "" {
+				// Closed, so nothing confirms it later; one the customer paid
+				// meanwhile is refunded as a cancel during the payment is.
+				r.abandoned = "cancelled; the intent was never confirmed"
+				closed, err := r.closeIntent(ctx)
+				if err != nil {
+					return false, err
+				}
+				first = &confirmed{state: closed}
+				continue
+			}
 			if r.cancelRequested {
 				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the intent was never confirmed")
 			}
