@@ -257,8 +257,18 @@ func TestChaosDeclinedThenAnotherCardThroughTheClientSecret(t *testing.T) {
 	if resp.StatusCode == http.StatusOK {
 		t.Fatalf("the provider took another card on the declined order's intent")
 	}
-	time.Sleep(2 * reconcileEvery) // two passes: nothing to find, nothing to do
+	// Another integration charges the declined order anyway (the Charges API, naming
+	// it): the reconciler refunds the charge and reports it.
+	elsewhere := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	if _, err := elsewhere.Charge(context.Background(), stacktest.Name("elsewhere"), 500, "USD", "pm_card_visa", id); err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the charge on the declined order to be refunded", func() bool {
+		c := r.Sim.ChargesForOrder(id)
+		return len(c) == 1 && c[0].AmountRefunded == c[0].Amount
+	})
 	r.settledLedger(t, "reconcile: declined, then another card", id, order.StatusPaymentDeclined, 0)
+	r.found(t, id, reconcile.KindChargeOnUnpaidOrder, reconcile.ActionRefunded)
 }
 
 // A charge made at the provider that no order shows (a dashboard, a script, a

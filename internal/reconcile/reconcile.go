@@ -152,6 +152,10 @@ func New(e Engine, p Provider, o Orders, l Ledger, f *Store, m Metrics, opts Opt
 // payments. A list page holds 100 objects, so a pass reads 1,000 a second.
 const ProviderRate = 10
 
+// disputeWindow is how far back a pass reads disputes: Stripe's disputes are
+// decided within about 75 days of their opening.
+const disputeWindow = 120 * 24 * time.Hour
+
 // maxUnsettled bounds the orders one pass looks at; the next pass takes the rest.
 const maxUnsettled = 1000
 
@@ -300,9 +304,11 @@ func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, beat func()
 	if err != nil {
 		return fmt.Errorf("list refunds since %s: %w", since.Format(time.RFC3339), err)
 	}
-	disputes, err := r.provider.ListDisputes(ctx, since)
+	// Disputes change long after they are opened (a bank takes weeks): every one
+	// of the last disputeWindow is read, and each of its statuses is a trigger.
+	disputes, err := r.provider.ListDisputes(ctx, time.Now().Add(-disputeWindow))
 	if err != nil {
-		return fmt.Errorf("list disputes since %s: %w", since.Format(time.RFC3339), err)
+		return fmt.Errorf("list disputes: %w", err)
 	}
 	rep.Refunds = len(refunds) + len(disputes)
 	rep.ProviderRequests += len(refunds)/100 + len(disputes)/100 + 2
@@ -316,7 +322,7 @@ func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, beat func()
 	}
 	for _, d := range disputes {
 		if d.Intent != "" {
-			found = append(found, trigger{d.ID, d.Intent, KindDispute})
+			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute})
 		}
 	}
 	for _, tr := range found {
