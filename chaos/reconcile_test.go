@@ -38,30 +38,11 @@ import (
 // reconcileEvery is the rows' reconcile interval.
 const reconcileEvery = 3 * time.Second
 
-// tenantOrders is the read model limited to one tenant: the stack's Postgres is
-// shared by every test, and a rig's reconciler must repair only its own orders
-// (against its own sandbox).
-type tenantOrders struct {
-	*orderstore.Store
-	tenant string
-}
-
-func (o tenantOrders) Unsettled(ctx context.Context, before time.Time, limit int) ([]orderstore.Unsettled, error) {
-	all, err := o.Store.Unsettled(ctx, before, limit)
-	var mine []orderstore.Unsettled
-	for _, u := range all {
-		if u.Tenant == o.tenant {
-			mine = append(mine, u)
-		}
-	}
-	return mine, err
-}
-
 // newReconciler is a reconciler of the rig's orders against its sandbox.
 func (r *rig) newReconciler() *reconcile.Reconciler {
 	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
 	return reconcile.New(worker.NewEngine(r.Temporal, r.Queue, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
-		pay, tenantOrders{orderstore.New(r.Pool), r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
+		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
 		reconcile.NewMetrics(prometheus.NewRegistry()),
 		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
 }
@@ -140,6 +121,24 @@ func (r *rig) operator(t *testing.T, args ...string) string {
 	return stacktest.TemporalCLI(t, append(args, "--namespace", r.Env["TEMPORAL_NAMESPACE"])...)
 }
 
+// place POSTs an order with key and returns its ID, once the API accepted it.
+func (r *rig) place(t *testing.T, key, body string) string {
+	t.Helper()
+	status, id := r.postBody(t, key, body)
+	if status != 202 {
+		t.Fatalf("POST %s: %d", key, status)
+	}
+	return id
+}
+
+// settle waits for the workflow of the order placed with key to close.
+func (r *rig) settle(t *testing.T, key string) {
+	t.Helper()
+	if err := r.Temporal.GetWorkflow(context.Background(), r.workflowOf(key), "").Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // workflowOf is the workflow ID of the order the rig placed with key.
 func (r *rig) workflowOf(key string) string { return order.WorkflowID(r.tenant, order.FromHTTP, key) }
 
@@ -161,10 +160,7 @@ func TestChaosTerminatedWhileTheProviderConfirms(t *testing.T) {
 	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
 	r.startAPI(t)
 	r.reconciler(t)
-	status, id := r.postBody(t, "terminated", orderJSON)
-	if status != 202 {
-		t.Fatalf("POST: %d", status)
-	}
+	id := r.place(t, "terminated", orderJSON)
 	stacktest.Eventually(t, time.Minute, "the confirm to be at the provider", func() bool { return r.Sim.InFlight() == 1 })
 	r.operator(t, "workflow", "terminate", "--workflow-id", r.workflowOf("terminated"), "--reason", "operator")
 	r.waitStatus(t, id, order.StatusPaid, 15*time.Second+2*reconcileEvery+30*time.Second)
@@ -194,10 +190,7 @@ func TestChaosWorkflowCancelledDuringThePayment(t *testing.T) {
 	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 10000, Slow: 1})
 	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
 	r.startAPI(t)
-	status, id := r.postBody(t, "cancelled-run", orderJSON)
-	if status != 202 {
-		t.Fatalf("POST: %d", status)
-	}
+	id := r.place(t, "cancelled-run", orderJSON)
 	stacktest.Eventually(t, time.Minute, "the confirm to be at the provider", func() bool { return r.Sim.InFlight() == 1 })
 	r.operator(t, "workflow", "cancel", "--workflow-id", r.workflowOf("cancelled-run"))
 	r.settledLedger(t, "reconcile: workflow cancelled during the payment", id, order.StatusCancelled, 0)
@@ -211,14 +204,9 @@ func TestChaosResetNeverReopensTheCancelWindow(t *testing.T) {
 	r.apiEnv = map[string]string{"CANCEL_WINDOW": "5s"}
 	r.startWorker(t, nil)
 	r.startAPI(t)
-	status, id := r.postBody(t, "reset", orderJSON)
-	if status != 202 {
-		t.Fatalf("POST: %d", status)
-	}
+	id := r.place(t, "reset", orderJSON)
 	wf := r.workflowOf("reset")
-	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	r.settle(t, "reset")
 	if code := r.cancel(t, id); code != http.StatusConflict {
 		t.Fatalf("cancel after the window: %d, want 409", code)
 	}
@@ -226,9 +214,7 @@ func TestChaosResetNeverReopensTheCancelWindow(t *testing.T) {
 	if code := r.cancel(t, id); code != http.StatusConflict {
 		t.Fatalf("cancel after the reset: %d, want 409", code)
 	}
-	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	r.settle(t, "reset")
 	r.settledLedger(t, "reconcile: reset after the cancel window", id, order.StatusPaid, 500)
 	if n := len(r.Sim.Refunds()); n != 0 {
 		t.Fatalf("%d refunds", n)
@@ -318,10 +304,7 @@ func TestChaosRefundsAndDisputesMadeElsewhere(t *testing.T) {
 	r.reconciler(t)
 	ids := map[string]string{}
 	for _, key := range []string{"full", "partial", "disputed"} {
-		status, id := r.postBody(t, key, orderJSON)
-		if status != 202 {
-			t.Fatalf("POST: %d", status)
-		}
+		id := r.place(t, key, orderJSON)
 		r.waitStatus(t, id, order.StatusPaid, time.Minute)
 		ids[key] = id
 	}
@@ -425,10 +408,7 @@ func TestChaosDisputeWonThroughWebhooks(t *testing.T) {
 	r.withWebhooks("1s")
 	r.startWorker(t, nil)
 	r.startAPI(t)
-	status, id := r.postBody(t, "dispute-won", orderJSON)
-	if status != 202 {
-		t.Fatalf("POST: %d", status)
-	}
+	id := r.place(t, "dispute-won", orderJSON)
 	r.waitStatus(t, id, order.StatusPaid, time.Minute)
 	dispute := func(path string, form url.Values) string {
 		resp, err := http.PostForm(r.SimURL+path, form)
@@ -459,14 +439,9 @@ func TestChaosResetAfterTheProviderForgotTheKeys(t *testing.T) {
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
-	status, id := r.postBody(t, "reset-forgotten", orderJSON)
-	if status != 202 {
-		t.Fatalf("POST: %d", status)
-	}
+	id := r.place(t, "reset-forgotten", orderJSON)
 	wf := r.workflowOf("reset-forgotten")
-	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	r.settle(t, "reset-forgotten")
 	r.Sim.Prune()
 	r.operator(t, "workflow", "reset", "--workflow-id", wf, "--type", "FirstWorkflowTask", "--reason", "operator")
 	stacktest.Eventually(t, time.Minute, "the reset run to complete", func() bool {

@@ -4,7 +4,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -319,24 +318,10 @@ func (r *rig) payments(t *testing.T) (balanced, pending int) {
 // it returns the messages read and the distinct OrderPaid eventIds.
 func (r *rig) events(t *testing.T, want int) (messages, distinctPaid int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	end := stacktest.EndOffset(t, r.Topic, 0)
-	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
-	defer rd.Close()
 	ids := map[string]map[string]bool{} // order/type -> eventIds
 	paid := map[string]bool{}
-	for offset := int64(0); offset < end; {
-		m, err := rd.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read events at %d of %d: %v", offset, end, err)
-		}
-		offset = m.Offset + 1
+	for _, e := range r.readEvents(t) {
 		messages++
-		var e activities.Event
-		if err := json.Unmarshal(m.Value, &e); err != nil {
-			t.Fatalf("event %q: %v", m.Value, err)
-		}
 		k := e.OrderID + "/" + e.Type
 		if ids[k] == nil {
 			ids[k] = map[string]bool{}

@@ -194,11 +194,11 @@ func TestRealHistoriesReplay(t *testing.T) {
 	if _, err := elsewhere.RefundIntent(ctx, "dashboard-1", ref, 100, nil); err != nil {
 		t.Fatal(err)
 	}
-	followed, err := h.Temporal.ExecuteWorkflow(ctx, workflows.FollowOptions(h.Queue, id, "dashboard-1"), workflows.FollowPayment,
-		workflows.FollowOrder{Order: order.Order{ID: order.IDFor(id), Tenant: h.tenant, WorkflowID: id, Amount: 2598, Currency: "USD"}, IntentID: ref})
-	if err != nil {
+	if err := workflows.StartFollow(ctx, h.Temporal, h.Queue, order.Order{ID: order.IDFor(id), Tenant: h.tenant, WorkflowID: id,
+		Amount: 2598, Currency: "USD"}, ref, "dashboard-1"); err != nil {
 		t.Fatal(err)
 	}
+	followed := h.Temporal.GetWorkflow(ctx, workflows.FollowWorkflowID(id, "dashboard-1"), "")
 	var fr activities.FollowResult
 	if err := followed.Get(ctx, &fr); err != nil || fr.Status != order.StatusPartiallyRefunded || fr.Refunded != 100 || !fr.Changed {
 		t.Fatalf("followed: %+v, %v", fr, err)

@@ -78,11 +78,5 @@ func (e *Engine) Recover(ctx context.Context, o orderstore.Unsettled, intentID s
 
 // Follow starts workflows.FollowPayment for a paid order, once per trigger.
 func (e *Engine) Follow(ctx context.Context, o order.Order, intentID, trigger string) error {
-	_, err := e.c.ExecuteWorkflow(ctx, workflows.FollowOptions(e.taskQueue, o.WorkflowID, trigger),
-		workflows.FollowPayment, workflows.FollowOrder{Order: o, IntentID: intentID})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("follow the payment of %s: %w", o.ID, err)
-	}
-	return nil
+	return workflows.StartFollow(ctx, e.c, e.taskQueue, o, intentID, trigger)
 }

@@ -1,9 +1,13 @@
 package workflows
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
@@ -25,12 +29,23 @@ func FollowWorkflowID(orderWorkflowID, trigger string) string {
 	return "follow:" + orderWorkflowID + ":" + trigger
 }
 
-// FollowOptions start the FollowPayment run of a trigger on queue: once per
-// trigger, even after it closed.
-func FollowOptions(queue, orderWorkflowID, trigger string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{ID: FollowWorkflowID(orderWorkflowID, trigger), TaskQueue: queue,
+// Starter starts workflows (Temporal's client does).
+type Starter interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// StartFollow starts the FollowPayment run of a trigger for a paid order on queue:
+// once per trigger, even after it closed.
+func StartFollow(ctx context.Context, c Starter, queue string, o order.Order, intentID, trigger string) error {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: FollowWorkflowID(o.WorkflowID, trigger), TaskQueue: queue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true}
+		WorkflowExecutionErrorWhenAlreadyStarted: true},
+		FollowPayment, FollowOrder{Order: o, IntentID: intentID})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("follow the payment of %s: %w", o.ID, err)
+	}
+	return nil
 }
 
 // eventOf is the event an order moved to status by others publishes.

@@ -218,8 +218,8 @@ func (h *Handler) handle(ctx context.Context, ev stripe.Event) (string, Outcome,
 		return id, "", err
 	}
 	if aboutPaidCharge(ev.Type) && order.AfterPayment(o.Status) && o.PaymentRef == id {
-		return id, Followed, h.follow(ctx, ev.ID, order.Order{ID: o.ID, Tenant: pi.Metadata["tenant"], WorkflowID: o.WorkflowID,
-			Amount: o.Amount, Currency: o.Currency}, id)
+		return id, Followed, workflows.StartFollow(ctx, h.Temporal, h.TaskQueue, order.Order{ID: o.ID, Tenant: pi.Metadata["tenant"],
+			WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}, id, ev.ID)
 	}
 	if !waitsOnIntent(o.Status) || pi.Status == "requires_action" || pi.Status == "requires_confirmation" {
 		return id, NoChange, nil
@@ -243,18 +243,6 @@ func aboutPaidCharge(typ stripe.EventType) bool {
 		return true
 	}
 	return false
-}
-
-// follow starts the run that moves the order to what the provider holds of its
-// payment, once per event.
-func (h *Handler) follow(ctx context.Context, eventID string, o order.Order, intentID string) error {
-	_, err := h.Temporal.ExecuteWorkflow(ctx, workflows.FollowOptions(h.TaskQueue, o.WorkflowID, eventID),
-		workflows.FollowPayment, workflows.FollowOrder{Order: o, IntentID: intentID})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("follow the payment of %s: %w", o.ID, err)
-	}
-	return nil
 }
 
 // waitsOnIntent reports the order statuses in which the workflow waits on its

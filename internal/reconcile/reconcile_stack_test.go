@@ -44,22 +44,6 @@ func (c *counted) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// tenantOrders limits the read model to one tenant: the stack's Postgres is shared.
-type tenantOrders struct {
-	*orderstore.Store
-	tenant string
-}
-
-func (o tenantOrders) Unsettled(ctx context.Context, before time.Time, limit int) ([]orderstore.Unsettled, error) {
-	all, err := o.Store.Unsettled(ctx, before, limit)
-	var mine []orderstore.Unsettled
-	for _, u := range all {
-		if u.Tenant == o.tenant {
-			mine = append(mine, u)
-		}
-	}
-	return mine, err
-}
 
 // A pass over 10,000 paid orders and their 10,000 charges reads the provider by
 // its lists: a request per 100 objects, never one per order, and finds nothing
@@ -84,7 +68,7 @@ func TestPassOverTenThousandOrdersReadsListsNotOrders(t *testing.T) {
 	requests := &counted{}
 	pay := provider.New(provider.Config{URL: srv.URL, Timeout: 10 * time.Second}, requests)
 	eng := &engine{}
-	rec := reconcile.New(eng, pay, tenantOrders{orderstore.New(pool), tenant}, ledger.New(pool), reconcile.NewStore(pool),
+	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), reconcile.NewStore(pool),
 		reconcile.NewMetrics(prometheus.NewRegistry()), reconcile.Options{Grace: time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
 
 	a, err := rec.Audit(ctx, time.Now().Add(-time.Hour))
@@ -96,7 +80,7 @@ func TestPassOverTenThousandOrdersReadsListsNotOrders(t *testing.T) {
 	}
 	// The pass as the worker runs it: paced, and with refunds and disputes.
 	paced := provider.New(provider.Config{URL: srv.URL, Timeout: 10 * time.Second}, provider.Paced(requests, reconcile.ProviderRate))
-	rec = reconcile.New(eng, paced, tenantOrders{orderstore.New(pool), tenant}, ledger.New(pool), reconcile.NewStore(pool),
+	rec = reconcile.New(eng, paced, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), reconcile.NewStore(pool),
 		reconcile.NewMetrics(prometheus.NewRegistry()), reconcile.Options{Grace: time.Minute, Overlap: time.Hour, FirstLookback: time.Hour, RefundOrphans: true})
 	requests.n.Store(0)
 	cpu := cpuTime()

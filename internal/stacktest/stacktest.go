@@ -6,6 +6,7 @@ package stacktest
 import (
 	"context"
 	"fmt"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -273,4 +274,24 @@ func Messages(tb testing.TB, topic string, want int) []kafka.Message {
 		out = append(out, m)
 	}
 	return out
+}
+
+// TenantOrders is the read model limited to one tenant's unsettled orders: the
+// stack's Postgres is shared by every test, and a test's reconciler must repair
+// only its own orders (against its own sandbox).
+type TenantOrders struct {
+	*orderstore.Store
+	Tenant string
+}
+
+// Unsettled returns the tenant's unsettled orders among the store's.
+func (o TenantOrders) Unsettled(ctx context.Context, before time.Time, limit int) ([]orderstore.Unsettled, error) {
+	all, err := o.Store.Unsettled(ctx, before, limit)
+	var mine []orderstore.Unsettled
+	for _, u := range all {
+		if u.Tenant == o.Tenant {
+			mine = append(mine, u)
+		}
+	}
+	return mine, err
 }
