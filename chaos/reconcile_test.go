@@ -255,6 +255,23 @@ func TestChaosDeclinedThenAnotherCardThroughTheClientSecret(t *testing.T) {
 	})
 	r.settledLedger(t, "reconcile: declined, then another card", id, order.StatusPaymentDeclined, 0)
 	r.found(t, id, reconcile.KindChargeOnUnpaidOrder, reconcile.ActionRefunded)
+
+	// An intent of the order left open (as a release before intents were closed
+	// left a declined order's): the reconciler cancels it.
+	open, err := elsewhere.CreateIntent(context.Background(), stacktest.Name("left-open"), 500, "USD", "pm_card_visa",
+		map[string]string{"order_id": id, "tenant": r.tenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the open intent to be cancelled", func() bool {
+		for _, in := range r.Sim.Intents(id) {
+			if in.ID == open.ID {
+				return in.Status == "canceled"
+			}
+		}
+		return false
+	})
+	r.found(t, id, reconcile.KindOpenIntent, reconcile.ActionCancelled)
 }
 
 // A charge made at the provider that no order shows (a dashboard, a script, a

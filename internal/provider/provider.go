@@ -203,6 +203,14 @@ func (c *Client) SearchIntents(ctx context.Context, orderID string) ([]Intent, e
 	return collect(c.sc.V1PaymentIntents.Search(ctx, p), intentOf)
 }
 
+// ListIntents returns the intents created at or after since, by the provider's
+// list (strongly consistent, paged).
+func (c *Client) ListIntents(ctx context.Context, since time.Time) ([]Intent, error) {
+	p := &stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
+	p.Limit = stripe.Int64(100)
+	return collect(c.sc.V1PaymentIntents.List(ctx, p), intentOf)
+}
+
 // RefundIntent refunds amount of the intent's charge; metadata lets a lookup tell
 // this refund from anyone else's.
 func (c *Client) RefundIntent(ctx context.Context, key, intentID string, amount int64, metadata map[string]string) (Refund, error) {

@@ -6,6 +6,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +35,9 @@ const (
 	// cardholder's bank. The order follows them.
 	KindRefundElsewhere = "refund_elsewhere"
 	KindDispute         = "dispute"
+	// KindOpenIntent: an intent of ours still open (it could take a card through its
+	// client secret) on an order that ended without it.
+	KindOpenIntent = "open_intent"
 )
 
 // Actions taken on a discrepancy.
@@ -42,6 +46,7 @@ const (
 	ActionRefunded        = "refunded"
 	ActionReported        = "reported"       // left to a person (RECONCILE_REFUND_ORPHANS off)
 	ActionOrderFollowed   = "order_followed" // the order was moved to what the provider holds
+	ActionCancelled       = "cancelled"      // the intent was cancelled at the provider
 )
 
 // Engine is the workflow engine as a pass sees it.
@@ -61,6 +66,8 @@ type Provider interface {
 	ListCharges(ctx context.Context, since time.Time) ([]provider.Charge, error)
 	ListRefundsSince(ctx context.Context, since time.Time) ([]provider.Refund, error)
 	ListDisputes(ctx context.Context, since time.Time) ([]provider.Dispute, error)
+	ListIntents(ctx context.Context, since time.Time) ([]provider.Intent, error)
+	CancelIntent(ctx context.Context, key, intentID string) (provider.Intent, error)
 	RefundCharge(ctx context.Context, key, chargeID string, amount int64, metadata map[string]string) (provider.Refund, error)
 }
 
@@ -138,6 +145,7 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	m.Found.WithLabelValues(KindWorkflowClosed, ActionRecoveryStarted)
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindOpenIntent, ActionCancelled)
 	reg.MustRegister(m.Found, m.LastPass)
 	return m
 }
@@ -174,6 +182,9 @@ func (r *Reconciler) Pass(ctx context.Context, beat func()) (Report, error) {
 		return rep, err
 	}
 	if err := r.elsewhere(ctx, rep.Since, beat, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.openIntents(ctx, rep.Since, beat, &rep); err != nil {
 		return rep, err
 	}
 	if err := r.findings.SetCursor(ctx, cursorName, start); err != nil {
@@ -400,4 +411,57 @@ func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) 
 		}
 	}
 	return a, nil
+}
+
+// openIntents cancels the intents of ours (their metadata names an order of a
+// tenant) created since the last pass that are still open on an order that ended
+// without them: declined, cancelled or failed, or paid by another intent. Open, an
+// intent takes a card through its client secret. Intents that are not ours, and
+// those of orders still paying, are left alone.
+func (r *Reconciler) openIntents(ctx context.Context, since time.Time, beat func(), rep *Report) error {
+	intents, err := r.provider.ListIntents(ctx, since)
+	if err != nil {
+		return fmt.Errorf("list intents since %s: %w", since.Format(time.RFC3339), err)
+	}
+	rep.ProviderRequests += len(intents)/100 + 1
+	var open []provider.Intent
+	var ids []string
+	for _, pi := range intents {
+		switch pi.Status {
+		case "requires_payment_method", "requires_confirmation", "requires_action":
+			if pi.Metadata["order_id"] != "" && order.ValidTenant(pi.Metadata["tenant"]) {
+				open, ids = append(open, pi), append(ids, pi.Metadata["order_id"])
+			}
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	orders, err := r.orders.Standings(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, pi := range open {
+		beat()
+		o, ok := orders[pi.Metadata["order_id"]]
+		ended := ok && (o.Status == order.StatusPaymentDeclined || o.Status == order.StatusCancelled || o.Status == order.StatusFailed ||
+			(order.AfterPayment(o.Status) && o.PaymentRef != pi.ID))
+		if !ended || o.Tenant != pi.Metadata["tenant"] {
+			continue
+		}
+		rep.ProviderRequests++
+		_, err := r.provider.CancelIntent(ctx, "reconcile:cancel:"+pi.ID, pi.ID)
+		var perr *provider.Error
+		if errors.As(err, &perr) && perr.UnexpectedState() {
+			continue // it moved on meanwhile (a charge is the charges' check's)
+		}
+		if err != nil {
+			return fmt.Errorf("cancel intent %s: %w", pi.ID, err)
+		}
+		if err := r.record(ctx, rep, Finding{Kind: KindOpenIntent, Action: ActionCancelled, OrderID: pi.Metadata["order_id"],
+			Tenant: o.Tenant, ProviderID: pi.ID, Amount: pi.Amount, Detail: "open on an order that is " + string(o.Status)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -44,7 +44,6 @@ func (c *counted) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-
 // A pass over 10,000 paid orders and their 10,000 charges reads the provider by
 // its lists: a request per 100 objects, never one per order, and finds nothing
 // to repair. Its CPU (the pass and the sandbox answering it, in this process) is

@@ -326,6 +326,20 @@ func (s *Server) searchIntents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "search_result", "data": out, "has_more": false})
 }
 
+// listIntents lists intents as Stripe does (see paginate).
+func (s *Server) listIntents(w http.ResponseWriter, r *http.Request) {
+	if !s.gate(w, "") {
+		return
+	}
+	s.mu.Lock()
+	out := make([]Intent, 0, len(s.intents))
+	for _, in := range s.intents {
+		out = append(out, *in)
+	}
+	s.mu.Unlock()
+	paginate(w, r, "/v1/payment_intents", out, func(in Intent) (string, int64) { return in.ID, in.Created })
+}
+
 // Intents returns the intents made for an order (metadata order_id), at once: the
 // test's view, not the eventually consistent search.
 func (s *Server) Intents(orderID string) []Intent {

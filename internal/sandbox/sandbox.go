@@ -145,6 +145,7 @@ func New(logger *slog.Logger, o Options) *Server {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/payment_intents", s.createIntent)
+	mux.HandleFunc("GET /v1/payment_intents", s.listIntents)
 	mux.HandleFunc("GET /v1/payment_intents/search", s.searchIntents)
 	mux.HandleFunc("GET /v1/payment_intents/{id}", s.retrieveIntent)
 	mux.HandleFunc("POST /v1/payment_intents/{id}/confirm", s.confirmIntent)
