@@ -141,7 +141,7 @@ func (a *Charges) call(ctx context.Context, s Step, kind ledger.Kind, of string)
 	if err != nil || (e.Status == ledger.Succeeded && e.ProviderID != "") {
 		return p.Key, e.ProviderID, err // a success is the ledger of record's already
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	providerID, err = a.send(ctx, p, of)
 	stop()
 	if err != nil {

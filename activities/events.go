@@ -75,7 +75,7 @@ func (a *Events) Publish(ctx context.Context, e Event) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", e.Type, err)
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	defer stop()
 	headers := []kafka.Header{
 		{Key: "eventId", Value: []byte(e.EventID)},

@@ -54,7 +54,7 @@ func (a *Payments) CreateIntent(ctx context.Context, in IntentInput) (IntentResu
 	if e.Status == ledger.Created && e.ProviderID != "" {
 		return IntentResult{Key: in.Key, IntentID: e.ProviderID}, nil
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	pi, err := a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
 		map[string]string{"order_id": in.OrderID, "tenant": in.Tenant})
 	stop()
@@ -92,7 +92,7 @@ func (a *Payments) ConfirmIntent(ctx context.Context, in ConfirmInput) (IntentSt
 	if e.Status == ledger.Succeeded && e.ProviderID != "" {
 		return IntentState{IntentID: in.IntentID, Status: IntentSucceeded, ChargeID: e.ProviderID}, nil
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	pi, err := a.provider.ConfirmIntent(ctx, in.Key, in.IntentID)
 	stop()
 	var perr *provider.Error
@@ -282,7 +282,7 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 	if err != nil {
 		return RefundResult{}, err
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	re, err := a.provider.RefundIntent(ctx, in.Key, in.IntentID, e.Amount,
 		map[string]string{"order_id": in.OrderID, refundKeyField: in.Key})
 	stop()

@@ -175,10 +175,11 @@ func (a *Payments) failed(ctx context.Context, key string, err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), v.errType, nil)
 }
 
-// heartbeat reports liveness while a provider call is in flight, so a worker that
-// dies mid-call is noticed within the heartbeat timeout instead of the full
-// start-to-close timeout. Outside an activity it does nothing.
-func heartbeat(ctx context.Context) (stop func()) {
+// Heartbeat reports liveness every second until stop is called, while a provider
+// call (or a reconcile pass) is in flight, so a worker that dies mid-call is
+// noticed within the heartbeat timeout instead of the full start-to-close
+// timeout. Outside an activity it does nothing.
+func Heartbeat(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}

@@ -7,9 +7,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/reconcile"
@@ -24,9 +24,11 @@ type Reconciler struct {
 // NewReconciler wraps a reconciler as the worker's activity.
 func NewReconciler(r *reconcile.Reconciler) *Reconciler { return &Reconciler{r: r} }
 
-// Reconcile runs one pass, heartbeating as it goes.
+// Reconcile runs one pass, heartbeating while it runs (one list may take many
+// paced pages).
 func (a *Reconciler) Reconcile(ctx context.Context) (reconcile.Report, error) {
-	return a.r.Pass(ctx, func() { activity.RecordHeartbeat(ctx) })
+	defer activities.Heartbeat(ctx)()
+	return a.r.Pass(ctx)
 }
 
 // Engine is Temporal as the reconciler sees it: whether an order's workflow runs,

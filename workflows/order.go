@@ -212,6 +212,7 @@ type run struct {
 	wakes           int              // intent-changed signals acted on in this run
 	abandoned       string           // why the intent was cancelled while it waited on its customer
 	declined        string           // why the order is declined, once its intent is being closed
+	firstPaid       time.Time        // when the order was first recorded PAID, once it is
 
 	// Activity references, always nil: the SDK only needs the methods' names and
 	// signatures; the worker runs them on the registered structs.
@@ -417,7 +418,7 @@ func (r *run) markPaid(ctx workflow.Context) (time.Time, error) {
 	case err != nil:
 		return paidAt, r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
 	}
-	r.res.Status = order.StatusPaid
+	r.res.Status, r.firstPaid = order.StatusPaid, paidAt
 	if err := r.publish(ctx, activities.EventOrderPaid, ""); err != nil {
 		return paidAt, fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
 	}

@@ -442,7 +442,8 @@ func (r *run) recoverPayment(ctx workflow.Context) (bool, error) {
 // cancel) interrupted, in a context the cancel does not reach: the order's intent
 // is closed, and refunded if it charged, and the order ends CANCELLED. A settled
 // order stays as it is; one paid and still in its cancel window is refunded, as a
-// cancel then would. The run still ends cancelled.
+// cancel then would; one paid with no window left is fulfilled. The run still
+// ends cancelled.
 func (r *run) compensate(ctx workflow.Context, cause error) error {
 	if r.res.Status.Terminal() || r.res.Fulfilled {
 		return cause
@@ -452,7 +453,13 @@ func (r *run) compensate(ctx workflow.Context, cause error) error {
 	r.steps = newSteps(ctx)
 	const reason = "the workflow was cancelled"
 	if r.res.Status == order.StatusPaid {
-		return after(cause, r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason+" after payment"))
+		if r.in.CancelWindow > 0 && r.windowLeft(ctx, r.firstPaid) > 0 {
+			return after(cause, r.refundAndEnd(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason+" after payment"))
+		}
+		// Fulfilled as it was paid: the cancel may have cut its OrderPaid short,
+		// which goes out again (the same event ID).
+		r.res.Fulfilled = true
+		return after(cause, r.publish(ctx, activities.EventOrderPaid, ""))
 	}
 	if r.res.IntentID == "" {
 		// The payment's activity has ended (it is waited for): the ledger names the

@@ -21,7 +21,7 @@ const ReconcileActivity = "Reconcile"
 // takes what a failed one left.
 func Reconcile(ctx workflow.Context) (reconcile.Report, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 15 * time.Minute,
+		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, MaximumAttempts: 3},
 	})

@@ -63,7 +63,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 	c.Payments = e.Payments(provider.DefaultTimeout)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	interval, refund := e.Reconcile()
-	c.Reconcile = reconcile.Options{Grace: interval, Overlap: 5 * time.Minute, FirstLookback: 24 * time.Hour, RefundOrphans: refund}
+	c.Reconcile = reconcile.Options{Grace: interval, Overlap: 5 * time.Minute, FirstLookback: time.Hour, RefundOrphans: refund}
 	c.Codec = codecauth.Options{
 		Tokens: e.List("CODEC_TOKENS", ""), Issuer: e.String("CODEC_JWT_ISSUER", ""), Audience: e.String("CODEC_JWT_AUDIENCE", ""),
 		JWKS: e.String("CODEC_JWKS", ""), Namespace: c.TemporalNamespace, Origin: e.String("CODEC_CORS_ORIGIN", ""),

@@ -170,21 +170,20 @@ const maxUnsettled = 1000
 // cursorName is the provider side's cursor.
 const cursorName = "provider_charges"
 
-// Pass runs one pass: the engine side, then the provider side. beat is called
-// between steps (an activity's heartbeat).
-func (r *Reconciler) Pass(ctx context.Context, beat func()) (Report, error) {
+// Pass runs one pass: the engine side, then the provider side.
+func (r *Reconciler) Pass(ctx context.Context) (Report, error) {
 	start := time.Now()
 	var rep Report
-	if err := r.engineSide(ctx, start, beat, &rep); err != nil {
+	if err := r.engineSide(ctx, start, &rep); err != nil {
 		return rep, err
 	}
-	if err := r.providerSide(ctx, start, beat, &rep); err != nil {
+	if err := r.providerSide(ctx, start, &rep); err != nil {
 		return rep, err
 	}
-	if err := r.elsewhere(ctx, rep.Since, beat, &rep); err != nil {
+	if err := r.elsewhere(ctx, rep.Since, &rep); err != nil {
 		return rep, err
 	}
-	if err := r.openIntents(ctx, rep.Since, beat, &rep); err != nil {
+	if err := r.openIntents(ctx, rep.Since, &rep); err != nil {
 		return rep, err
 	}
 	if err := r.findings.SetCursor(ctx, cursorName, start); err != nil {
@@ -196,14 +195,13 @@ func (r *Reconciler) Pass(ctx context.Context, beat func()) (Report, error) {
 
 // engineSide starts a recovery run for each unsettled order whose workflow is not
 // running.
-func (r *Reconciler) engineSide(ctx context.Context, start time.Time, beat func(), rep *Report) error {
+func (r *Reconciler) engineSide(ctx context.Context, start time.Time, rep *Report) error {
 	open, err := r.orders.Unsettled(ctx, start.Add(-r.opts.Grace), maxUnsettled)
 	if err != nil {
 		return err
 	}
 	rep.Unsettled = len(open)
 	for _, o := range open {
-		beat()
 		running, err := r.engine.Running(ctx, o.WorkflowID)
 		if err != nil {
 			return fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
@@ -230,7 +228,7 @@ func (r *Reconciler) engineSide(ctx context.Context, start time.Time, beat func(
 
 // providerSide checks that every succeeded charge created since the last pass
 // belongs to an order that shows it, and refunds (or reports) the others.
-func (r *Reconciler) providerSide(ctx context.Context, start time.Time, beat func(), rep *Report) error {
+func (r *Reconciler) providerSide(ctx context.Context, start time.Time, rep *Report) error {
 	since, ok, err := r.findings.Cursor(ctx, cursorName)
 	switch {
 	case err != nil:
@@ -256,7 +254,6 @@ func (r *Reconciler) providerSide(ctx context.Context, start time.Time, beat fun
 		return err
 	}
 	for _, c := range charges {
-		beat()
 		if c.Status != "succeeded" || c.Refunded >= c.Amount {
 			continue
 		}
@@ -310,7 +307,7 @@ func (r *Reconciler) record(ctx context.Context, rep *Report, f Finding) error {
 
 // elsewhere has each paid order follow the refunds and disputes that others made
 // of its payment since the last pass (their webhooks may have been lost).
-func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, beat func(), rep *Report) error {
+func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, rep *Report) error {
 	refunds, err := r.provider.ListRefundsSince(ctx, since)
 	if err != nil {
 		return fmt.Errorf("list refunds since %s: %w", since.Format(time.RFC3339), err)
@@ -337,7 +334,6 @@ func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, beat func()
 		}
 	}
 	for _, tr := range found {
-		beat()
 		orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
 		if err != nil || orderID == "" {
 			continue
@@ -418,7 +414,7 @@ func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) 
 // without them: declined, cancelled or failed, or paid by another intent. Open, an
 // intent takes a card through its client secret. Intents that are not ours, and
 // those of orders still paying, are left alone.
-func (r *Reconciler) openIntents(ctx context.Context, since time.Time, beat func(), rep *Report) error {
+func (r *Reconciler) openIntents(ctx context.Context, since time.Time, rep *Report) error {
 	intents, err := r.provider.ListIntents(ctx, since)
 	if err != nil {
 		return fmt.Errorf("list intents since %s: %w", since.Format(time.RFC3339), err)
@@ -442,7 +438,6 @@ func (r *Reconciler) openIntents(ctx context.Context, since time.Time, beat func
 		return err
 	}
 	for _, pi := range open {
-		beat()
 		o, ok := orders[pi.Metadata["order_id"]]
 		ended := ok && (o.Status == order.StatusPaymentDeclined || o.Status == order.StatusCancelled || o.Status == order.StatusFailed ||
 			(order.AfterPayment(o.Status) && o.PaymentRef != pi.ID))
