@@ -237,6 +237,9 @@ func (a *Payments) record(ctx context.Context, key string, pi provider.Intent) (
 		}
 	case IntentRequiresConfirmation, IntentCanceled:
 		status = ledger.Absent
+		if pi.Declined != "" { // closed after its decline: the row keeps saying so
+			status = ledger.Declined
+		}
 	default:
 		return st, nil
 	}

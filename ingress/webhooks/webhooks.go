@@ -6,7 +6,9 @@
 // ledger (checked against the intent's metadata), and wakes the order's workflow,
 // which reads the intent again and acts on what the provider holds. A webhook can
 // make an order settle sooner, never differently: every order also reads its
-// intent on a backoff.
+// intent on a backoff. A refund or dispute of a paid order's charge starts the run
+// that reads the intent's refunds and disputes and moves the order to them
+// (workflows.FollowPayment); the reconciler starts the same for what it lists.
 package webhooks
 
 import (
