@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
@@ -108,4 +109,44 @@ func TestChaosRebalanceFencing(t *testing.T) {
 	if len(backwards) > 0 {
 		t.Fatalf("committed offsets moved backwards: %v", backwards)
 	}
+}
+
+// An operator grows orders.requested from 4 to 8 partitions while the service
+// runs (as docs/api.md advises for lag): the group sees the new partitions within
+// seconds, without a restart or an unrelated rebalance, and every event on them is
+// an order within 30 s of its production.
+func TestChaosPartitionsAddedAreConsumed(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	w := r.writer()
+	for i := range 8 {
+		r.produce(t, w, fmt.Sprintf("before-%d", i), []byte(fmt.Sprintf("k-before-%d", i)))
+	}
+	_ = w.Close()
+	resp, err := r.Kafka.Client().CreatePartitions(context.Background(), &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: r.requests, Count: 8}}})
+	if err != nil || resp.Errors[r.requests] != nil {
+		t.Fatalf("grow %s to 8 partitions: %v %v", r.requests, err, resp)
+	}
+	stacktest.Eventually(t, 15*time.Second, "the new partitions to have leaders", func() bool {
+		_, err := kafkaclient.EndOffset(context.Background(), r.Kafka, r.requests, 7)
+		return err == nil
+	})
+	// Every new partition gets events: explicit partitions, as a producer whose
+	// keys hash there would.
+	grown := &kafka.Writer{Addr: kafka.TCP(r.Kafka.Brokers...), Topic: r.requests, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, Transport: r.Kafka.Transport(), Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int {
+			return int(m.Key[0]-'0') % 8
+		})}
+	defer grown.Close()
+	produced := time.Now()
+	for i := range 32 {
+		r.produce(t, grown, fmt.Sprintf("after-%d", i), []byte(fmt.Sprintf("%d-after", i%8)))
+	}
+	n := 8 + 32
+	stacktest.Eventually(t, 30*time.Second, "every event on the grown topic to be an order", func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, r.tenant) == n
+	})
+	t.Logf("%d events over 8 partitions were orders %s after the last was produced", n, time.Since(produced).Round(time.Millisecond))
+	r.ledger(t, "partitions 4 -> 8 while running")
 }

@@ -85,7 +85,8 @@ func NewWriter(c Cluster, topic string) *kafka.Writer {
 }
 
 // NewConsumerGroup joins group on topic. Offsets start at the first message when
-// the group has none; commits are explicit, through each generation.
+// the group has none; commits are explicit, through each generation; partitions
+// added to the topic join the group's next generation.
 func NewConsumerGroup(c Cluster, group, topic string, logger *slog.Logger) (*kafka.ConsumerGroup, error) {
 	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                group,
@@ -97,6 +98,10 @@ func NewConsumerGroup(c Cluster, group, topic string, logger *slog.Logger) (*kaf
 		SessionTimeout:    10 * time.Second,
 		RebalanceTimeout:  10 * time.Second,
 		JoinGroupBackoff:  time.Second,
+		// Partitions an operator adds (for lag) end the generation within seconds,
+		// so the next one assigns them: never left until an unrelated rebalance.
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 5 * time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			logger.Warn(fmt.Sprintf(msg, args...), "component", "kafka-group")
 		}),
