@@ -5,6 +5,8 @@ FROM golang:1.26-bookworm AS build
 ARG VERSION=devel
 WORKDIR /src
 COPY go.mod go.sum ./
+# kafka-go is replaced by the patched copy in third_party (see its README line).
+COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath \

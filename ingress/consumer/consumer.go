@@ -29,6 +29,10 @@ type Group interface {
 type PartitionReader interface {
 	SetOffset(offset int64) error
 	FetchMessage(ctx context.Context) (kafka.Message, error)
+	// Offset is the next offset the reader reads, past the records it hid
+	// (transaction markers, aborted records); Lag how far that is from the end.
+	Offset() int64
+	Lag() int64
 	Close() error
 }
 

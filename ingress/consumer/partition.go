@@ -17,14 +17,17 @@ import (
 // never past a message that is not settled. It holds at most MaxUncommitted messages
 // behind its oldest unsettled one; when full, it stops fetching.
 type partition struct {
-	c       *Consumer
-	gen     *kafka.Generation
-	id      int
-	held    prometheus.Gauge
-	lag     prometheus.Gauge
-	stale   bool            // a commit was refused: the generation is over for us
-	results chan result     // from handlers
-	work    context.Context // handlers' context: cancelled only to abandon them
+	c     *Consumer
+	gen   *kafka.Generation
+	id    int
+	held  prometheus.Gauge
+	lag   prometheus.Gauge
+	stale bool // a commit was refused: the generation is over for us
+	// committed is the offset committed last (the assignment's at first): what an
+	// idle reader's position must pass to be worth committing.
+	committed int64
+	results   chan result     // from handlers
+	work      context.Context // handlers' context: cancelled only to abandon them
 }
 
 type slot struct {
@@ -62,7 +65,9 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	fetchCtx, stopFetching := context.WithCancel(genCtx)
 	defer stopFetching()
 	in := make(chan kafka.Message) // each message on it holds a slot
-	go p.fetch(fetchCtx, reader, in)
+	idle := make(chan int64)       // the reader's position, when it had nothing to hand over
+	go p.fetch(fetchCtx, reader, in, idle)
+	p.committed = a.Offset
 
 	w := &window{}
 	// finish stops fetching, waits for in-flight handlers until the deadline, then
@@ -97,6 +102,14 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 			w.settle(r)
 		case <-tick.C:
 			p.commitThrough(w)
+		case pos := <-idle:
+			// Everything read was handed over: with nothing unsettled, the
+			// partition commits through what the reader passed over too
+			// (transaction markers, aborted records), so lag reaches 0.
+			p.commitThrough(w)
+			if len(w.queue) == 0 && w.inflight == 0 && pos > 0 && pos > p.committed {
+				p.commitAt(pos)
+			}
 		case <-drain:
 			finish(c.opts.DrainTimeout)
 			return
@@ -157,14 +170,31 @@ func (p *partition) commitThrough(w *window) {
 	}
 }
 
-// fetch reads the partition into in until ctx ends.
-func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<- kafka.Message) {
+// idleAfter is how long a fetch waits for a message before it reports the reader's
+// position instead.
+const idleAfter = time.Second
+
+// fetch reads the partition into in until ctx ends. When nothing comes for
+// idleAfter, it sends the reader's position on idle: every message before it was
+// handed over on in already.
+func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<- kafka.Message, idle chan<- int64) {
 	backoff := newBackoff()
 	for {
-		m, err := reader.FetchMessage(ctx)
+		fetchCtx, cancel := context.WithTimeout(ctx, idleAfter)
+		m, err := reader.FetchMessage(fetchCtx)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				p.lag.Set(float64(max(reader.Lag(), 0)))
+				select {
+				case idle <- reader.Offset():
+				case <-ctx.Done():
+					return
+				}
+				continue
 			}
 			p.c.logger.Warn("kafka fetch failed", "partition", p.id, "err", err)
 			if !backoff.wait(ctx) {
@@ -192,23 +222,27 @@ func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<-
 // commit commits through m with the generation's ID and member; it reports whether
 // the offset is committed. A commit the broker refuses because the group has moved
 // on (a stale generation or member) is counted and not tried again.
-func (p *partition) commit(m kafka.Message) bool {
+func (p *partition) commit(m kafka.Message) bool { return p.commitAt(m.Offset + 1) }
+
+// commitAt commits next as the partition's offset, as commit does.
+func (p *partition) commitAt(next int64) bool {
 	if p.stale {
 		return false
 	}
 	began := time.Now()
-	err := p.gen.CommitOffsets(map[string]map[int]int64{m.Topic: {m.Partition: m.Offset + 1}})
+	err := p.gen.CommitOffsets(map[string]map[int]int64{p.c.opts.Topic: {p.id: next}})
 	p.c.m.commitSeconds.Observe(time.Since(began).Seconds())
 	switch {
 	case err == nil:
+		p.committed = next
 		return true
 	case errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.RebalanceInProgress),
 		errors.Is(err, kafka.FencedInstanceID):
 		p.stale = true
 		p.c.m.staleCommits.Inc()
-		p.c.logger.Info("offset commit refused: the group moved on", "partition", p.id, "offset", m.Offset, "generation", p.gen.ID, "err", err)
+		p.c.logger.Info("offset commit refused: the group moved on", "partition", p.id, "offset", next, "generation", p.gen.ID, "err", err)
 	default:
-		p.c.logger.Warn("offset commit failed; will retry", "partition", p.id, "offset", m.Offset, "err", err)
+		p.c.logger.Warn("offset commit failed; will retry", "partition", p.id, "offset", next, "err", err)
 	}
 	return false
 }

@@ -113,14 +113,19 @@ func NewConsumerGroup(c Cluster, group, topic string, logger *slog.Logger) (*kaf
 }
 
 // NewPartitionReader returns a reader of one partition of topic, outside any group:
-// its offset is set by the caller and nothing is committed by it.
+// its offset is set by the caller and nothing is committed by it. It reads
+// committed records only: records of aborted transactions and transaction markers
+// never reach the caller (kafka-go is replaced by the copy in third_party/kafka-go,
+// which filters them on its fetch path, segmentio/kafka-go#1332), and its Offset
+// moves past the ones it hid.
 func NewPartitionReader(c Cluster, topic string, partition int) *kafka.Reader {
 	return c.NewReader(kafka.ReaderConfig{
-		Topic:     topic,
-		Partition: partition,
-		MinBytes:  1,
-		MaxBytes:  4 << 20,
-		MaxWait:   250 * time.Millisecond,
+		Topic:          topic,
+		Partition:      partition,
+		MinBytes:       1,
+		MaxBytes:       4 << 20,
+		MaxWait:        250 * time.Millisecond,
+		IsolationLevel: kafka.ReadCommitted,
 	})
 }
 
