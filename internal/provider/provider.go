@@ -214,7 +214,11 @@ func (c *Client) ListIntents(ctx context.Context, since time.Time) ([]Intent, er
 // RefundIntent refunds amount of the intent's charge; metadata lets a lookup tell
 // this refund from anyone else's.
 func (c *Client) RefundIntent(ctx context.Context, key, intentID string, amount int64, metadata map[string]string) (Refund, error) {
-	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(intentID), Amount: stripe.Int64(amount), Metadata: metadata}
+	return c.refund(ctx, key, &stripe.RefundCreateParams{PaymentIntent: stripe.String(intentID), Amount: stripe.Int64(amount), Metadata: metadata})
+}
+
+// refund creates the refund p asks for, with key.
+func (c *Client) refund(ctx context.Context, key string, p *stripe.RefundCreateParams) (Refund, error) {
 	p.SetIdempotencyKey(key)
 	re, err := c.sc.V1Refunds.Create(ctx, p)
 	return refundOf(re), asError(err)
@@ -240,10 +244,7 @@ func (c *Client) Charge(ctx context.Context, key string, amount int64, currency,
 
 // Refund refunds amount (minor units) of a charge (the Charges API).
 func (c *Client) Refund(ctx context.Context, key, chargeID string, amount int64) (Refund, error) {
-	p := &stripe.RefundCreateParams{Charge: stripe.String(chargeID), Amount: stripe.Int64(amount)}
-	p.SetIdempotencyKey(key)
-	re, err := c.sc.V1Refunds.Create(ctx, p)
-	return refundOf(re), asError(err)
+	return c.RefundCharge(ctx, key, chargeID, amount, nil)
 }
 
 // SearchCharges returns the charges whose metadata order_id is orderID, by the
@@ -263,10 +264,7 @@ func (c *Client) ListCharges(ctx context.Context, since time.Time) ([]Charge, er
 
 // RefundCharge refunds amount of a charge with key, marked by metadata.
 func (c *Client) RefundCharge(ctx context.Context, key, chargeID string, amount int64, metadata map[string]string) (Refund, error) {
-	p := &stripe.RefundCreateParams{Charge: stripe.String(chargeID), Amount: stripe.Int64(amount), Metadata: metadata}
-	p.SetIdempotencyKey(key)
-	re, err := c.sc.V1Refunds.Create(ctx, p)
-	return refundOf(re), asError(err)
+	return c.refund(ctx, key, &stripe.RefundCreateParams{Charge: stripe.String(chargeID), Amount: stripe.Int64(amount), Metadata: metadata})
 }
 
 // Dispute is a cardholder's bank contesting a charge.

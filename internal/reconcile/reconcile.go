@@ -196,19 +196,12 @@ func (r *Reconciler) Pass(ctx context.Context) (Report, error) {
 // engineSide starts a recovery run for each unsettled order whose workflow is not
 // running.
 func (r *Reconciler) engineSide(ctx context.Context, start time.Time, rep *Report) error {
-	open, err := r.orders.Unsettled(ctx, start.Add(-r.opts.Grace), maxUnsettled)
+	unsettled, closed, err := r.workflowless(ctx, start)
 	if err != nil {
 		return err
 	}
-	rep.Unsettled = len(open)
-	for _, o := range open {
-		running, err := r.engine.Running(ctx, o.WorkflowID)
-		if err != nil {
-			return fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
-		}
-		if running {
-			continue
-		}
+	rep.Unsettled = unsettled
+	for _, o := range closed {
 		intent, err := r.ledger.IntentOfOrder(ctx, o.ID)
 		if err != nil {
 			return err
@@ -217,13 +210,39 @@ func (r *Reconciler) engineSide(ctx context.Context, start time.Time, rep *Repor
 			return fmt.Errorf("recover order %s: %w", o.ID, err)
 		}
 		rep.Recovered++
-		if err := r.record(ctx, rep, Finding{Kind: KindWorkflowClosed, Action: ActionRecoveryStarted, OrderID: o.ID,
-			Tenant: o.Tenant, ProviderID: intent, Amount: o.Amount, Currency: o.Currency,
-			Detail: "the order was " + string(o.Status) + " with no running workflow"}); err != nil {
+		f := workflowClosed(o)
+		f.Action, f.ProviderID = ActionRecoveryStarted, intent
+		if err := r.record(ctx, rep, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// workflowless reads the orders unsettled for longer than the grace before now and
+// returns how many it read and those whose workflow is not running.
+func (r *Reconciler) workflowless(ctx context.Context, now time.Time) (int, []orderstore.Unsettled, error) {
+	open, err := r.orders.Unsettled(ctx, now.Add(-r.opts.Grace), maxUnsettled)
+	if err != nil {
+		return 0, nil, err
+	}
+	var closed []orderstore.Unsettled
+	for _, o := range open {
+		running, err := r.engine.Running(ctx, o.WorkflowID)
+		if err != nil {
+			return 0, nil, fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
+		}
+		if !running {
+			closed = append(closed, o)
+		}
+	}
+	return len(open), closed, nil
+}
+
+// workflowClosed is the finding of an unsettled order whose workflow is not running.
+func workflowClosed(o orderstore.Unsettled) Finding {
+	return Finding{Kind: KindWorkflowClosed, OrderID: o.ID, Tenant: o.Tenant, Amount: o.Amount, Currency: o.Currency,
+		Detail: "the order was " + string(o.Status) + " with no running workflow"}
 }
 
 // providerSide checks that every succeeded charge created since the last pass
@@ -239,28 +258,14 @@ func (r *Reconciler) providerSide(ctx context.Context, start time.Time, rep *Rep
 		since = start.Add(-r.opts.FirstLookback)
 	}
 	rep.Since = since
-	charges, err := r.provider.ListCharges(ctx, since)
-	if err != nil {
-		return fmt.Errorf("list charges since %s: %w", since.Format(time.RFC3339), err)
-	}
-	rep.Charges = len(charges)
-	rep.ProviderRequests += len(charges)/100 + 1
-	ids := make([]string, 0, len(charges))
-	for _, c := range charges {
-		ids = append(ids, c.Metadata["order_id"])
-	}
-	orders, err := r.orders.Standings(ctx, ids)
+	charges, found, err := r.unexplained(ctx, since)
 	if err != nil {
 		return err
 	}
-	for _, c := range charges {
-		if c.Status != "succeeded" || c.Refunded >= c.Amount {
-			continue
-		}
-		f, ok := judge(c, orders)
-		if !ok {
-			continue
-		}
+	rep.Charges = charges
+	rep.ProviderRequests += charges/100 + 1
+	for _, u := range found {
+		c, f := u.charge, u.finding
 		f.Action = ActionReported
 		if r.opts.RefundOrphans {
 			rep.ProviderRequests++
@@ -275,6 +280,40 @@ func (r *Reconciler) providerSide(ctx context.Context, start time.Time, rep *Rep
 		}
 	}
 	return nil
+}
+
+// unexplainedCharge is a succeeded, unrefunded charge no order shows, and what is
+// wrong with it.
+type unexplainedCharge struct {
+	charge  provider.Charge
+	finding Finding
+}
+
+// unexplained lists the charges created since since and returns how many it read
+// and the succeeded, unrefunded ones that no order shows.
+func (r *Reconciler) unexplained(ctx context.Context, since time.Time) (int, []unexplainedCharge, error) {
+	charges, err := r.provider.ListCharges(ctx, since)
+	if err != nil {
+		return 0, nil, fmt.Errorf("list charges since %s: %w", since.Format(time.RFC3339), err)
+	}
+	ids := make([]string, 0, len(charges))
+	for _, c := range charges {
+		ids = append(ids, c.Metadata["order_id"])
+	}
+	orders, err := r.orders.Standings(ctx, ids)
+	if err != nil {
+		return 0, nil, err
+	}
+	var out []unexplainedCharge
+	for _, c := range charges {
+		if c.Status != "succeeded" || c.Refunded >= c.Amount {
+			continue
+		}
+		if f, ok := judge(c, orders); ok {
+			out = append(out, unexplainedCharge{charge: c, finding: f})
+		}
+	}
+	return len(charges), out, nil
 }
 
 // judge says what is wrong with a succeeded, unrefunded charge, if anything.
@@ -370,41 +409,21 @@ type Audit struct {
 // and no unsettled order is left without its workflow.
 func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) {
 	var a Audit
-	open, err := r.orders.Unsettled(ctx, time.Now().Add(-r.opts.Grace), maxUnsettled)
+	unsettled, closed, err := r.workflowless(ctx, time.Now())
 	if err != nil {
 		return a, err
 	}
-	a.Orders = len(open)
-	for _, o := range open {
-		running, err := r.engine.Running(ctx, o.WorkflowID)
-		if err != nil {
-			return a, fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
-		}
-		if !running {
-			a.Findings = append(a.Findings, Finding{Kind: KindWorkflowClosed, OrderID: o.ID, Tenant: o.Tenant,
-				Detail: "the order is " + string(o.Status) + " with no running workflow"})
-		}
+	a.Orders = unsettled
+	for _, o := range closed {
+		a.Findings = append(a.Findings, workflowClosed(o))
 	}
-	charges, err := r.provider.ListCharges(ctx, since)
-	if err != nil {
-		return a, fmt.Errorf("list charges since %s: %w", since.Format(time.RFC3339), err)
-	}
-	a.Charges = len(charges)
-	ids := make([]string, 0, len(charges))
-	for _, c := range charges {
-		ids = append(ids, c.Metadata["order_id"])
-	}
-	orders, err := r.orders.Standings(ctx, ids)
+	charges, found, err := r.unexplained(ctx, since)
 	if err != nil {
 		return a, err
 	}
-	for _, c := range charges {
-		if c.Status != "succeeded" || c.Refunded >= c.Amount {
-			continue
-		}
-		if f, ok := judge(c, orders); ok {
-			a.Findings = append(a.Findings, f)
-		}
+	a.Charges = charges
+	for _, u := range found {
+		a.Findings = append(a.Findings, u.finding)
 	}
 	return a, nil
 }
