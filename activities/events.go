@@ -27,6 +27,25 @@ const (
 	EventOrderDisputeWon        = "OrderDisputeWon"
 )
 
+// EventTypes are every type published, each with its schema in
+// contracts/orders.events/v1.
+func EventTypes() []string {
+	return []string{EventOrderPaid, EventOrderPaymentDeclined, EventOrderCancelled, EventOrderFailed,
+		EventOrderPartiallyRefunded, EventOrderRefunded, EventOrderDisputed, EventOrderDisputeWon}
+}
+
+// CloudEvents attributes of every event, in binary mode (Kafka protocol binding):
+// ce_id is the event's eventId, so source + id identify it as eventId does.
+const (
+	EventSource = "/orderflow/orders"
+	// EventSchemaBase is where each type's schema is published: the type and
+	// ".json" follow it, as in contracts/orders.events/v1/.
+	EventSchemaBase = "https://orderflow.dev/schemas/orders.events/v1/"
+)
+
+// CloudEventType is the ce_type of an event type: versioned with its schema.
+func CloudEventType(eventType string) string { return "dev.orderflow." + eventType + ".v1" }
+
 // MessageWriter is the part of *kafka.Writer the publisher uses.
 type MessageWriter interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
@@ -80,6 +99,15 @@ func (a *Events) Publish(ctx context.Context, e Event) error {
 	headers := []kafka.Header{
 		{Key: "eventId", Value: []byte(e.EventID)},
 		{Key: "type", Value: []byte(e.Type)},
+		{Key: "content-type", Value: []byte("application/json")},
+		{Key: "ce_specversion", Value: []byte("1.0")},
+		{Key: "ce_id", Value: []byte(e.EventID)},
+		{Key: "ce_source", Value: []byte(EventSource)},
+		{Key: "ce_type", Value: []byte(CloudEventType(e.Type))},
+		{Key: "ce_subject", Value: []byte(e.OrderID)},
+		{Key: "ce_time", Value: []byte(e.OccurredAt.UTC().Format(time.RFC3339Nano))},
+		{Key: "ce_dataschema", Value: []byte(EventSchemaBase + e.Type + ".json")},
+		{Key: "ce_tenant", Value: []byte(e.Tenant)},
 	}
 	if a.t != nil {
 		var span trace.Span

@@ -401,12 +401,16 @@ func (r *rig) readEvents(t *testing.T) []activities.Event {
 	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer rd.Close()
 	var out []activities.Event
+	contract := stacktest.Contract(t)
 	for offset := int64(0); offset < end; {
 		m, err := rd.ReadMessage(ctx)
 		if err != nil {
 			t.Fatalf("read events at %d of %d: %v", offset, end, err)
 		}
 		offset = m.Offset + 1
+		if err := contract.CheckEvent(m); err != nil {
+			t.Error(err) // every event emitted keeps the published contract
+		}
 		var e activities.Event
 		if err := json.Unmarshal(m.Value, &e); err != nil {
 			t.Fatalf("event %q: %v", m.Value, err)

@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/orderflow/orderflow/contracts"
 	"io"
 	"net/http"
 	"os"
@@ -42,12 +43,13 @@ type rig struct {
 	mu                   sync.Mutex
 	keys                 []string // workflow IDs the clients asked for
 	nextAction           string   // the type of the last next action awaitCustomer saw
+	contract             *contracts.Validator
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{Orders: workertest.NewOrders(t), tenant: stacktest.Name("tenant"), group: stacktest.Name("group"),
-		httpGap: 50 * time.Millisecond, eventGap: 30 * time.Millisecond}
+		httpGap: 50 * time.Millisecond, eventGap: 30 * time.Millisecond, contract: stacktest.Contract(t)}
 	r.requests = stacktest.Topic(t, 4)
 	r.dlq = stacktest.Topic(t, 1)
 	key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), r.tenant)
@@ -169,6 +171,9 @@ func (r *rig) writer() *kafka.Writer {
 func (r *rig) produce(t *testing.T, w *kafka.Writer, eventID string, key []byte) {
 	r.expect(order.WorkflowID(r.tenant, order.FromEvent, eventID))
 	value := []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, eventID, r.tenant, orderJSON))
+	if err := r.contract.Validate(contracts.Envelope, value); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		err := w.WriteMessages(context.Background(), kafka.Message{Key: key, Value: value})

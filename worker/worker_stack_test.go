@@ -83,7 +83,11 @@ func (h *harness) count(t *testing.T, query string, args ...any) int {
 func (h *harness) events(t *testing.T, want int) []activities.Event {
 	t.Helper()
 	var out []activities.Event
+	contract := stacktest.Contract(t)
 	for _, m := range stacktest.Messages(t, h.Topic, want) {
+		if err := contract.CheckEvent(m); err != nil {
+			t.Error(err)
+		}
 		var e activities.Event
 		if err := json.Unmarshal(m.Value, &e); err != nil {
 			t.Fatalf("event %s: %v", m.Value, err)

@@ -68,11 +68,16 @@ func TestQuickStartAsWritten(t *testing.T) {
 			t.Errorf("the quick start's output lacks %q", want)
 		}
 	}
-	eventOrder := order.IDFor(order.WorkflowID("demo", order.FromEvent, "first-event"))
-	stacktest.Eventually(t, time.Minute, "the event's order", func() bool {
-		var n int
-		return h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE id = $1`, eventOrder).Scan(&n) == nil && n == 1
-	})
+	for what, wf := range map[string]string{
+		"the event's order":      order.WorkflowID("demo", order.FromEvent, "first-event"),
+		"the CloudEvent's order": order.WorkflowID("demo", order.FromCloudEvent, order.CloudEventKey("/shop/checkout", "checkout-42")),
+	} {
+		id := order.IDFor(wf)
+		stacktest.Eventually(t, time.Minute, what, func() bool {
+			var n int
+			return h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE id = $1`, id).Scan(&n) == nil && n == 1
+		})
+	}
 }
 
 // quickStart is the shell blocks of the README's "A first order" section.

@@ -70,6 +70,10 @@ var alertCases = map[string]struct{ fires, quiet []string }{
 		fires: []string{`orderflow_provider_requests_total{outcome="ok"} 0+50x60`, `orderflow_provider_requests_total{outcome="server_error"} 0+10x60`},
 		quiet: []string{`orderflow_provider_requests_total{outcome="ok"} 0+50x60`, `orderflow_provider_requests_total{outcome="declined"} 0+50x60`},
 	},
+	"OrderflowConsumerOffsetOutOfRange": {
+		fires: []string{`orderflow_consumer_offset_out_of_range_total{partition="0",position="beyond_end"} 0x50 1x10`},
+		quiet: []string{`orderflow_consumer_offset_out_of_range_total{partition="0",position="beyond_end"} 1x60`},
+	},
 	"OrderflowReconcileDiscrepancies": {
 		fires: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0 0 0 1 1 1`},
 		quiet: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0x60`},

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 )
 
@@ -33,6 +34,8 @@ type PartitionReader interface {
 	// (transaction markers, aborted records); Lag how far that is from the end.
 	Offset() int64
 	Lag() int64
+	// Bounds are the partition's first offset still retained and its end.
+	Bounds(ctx context.Context) (first, end int64, err error)
 	Close() error
 }
 
@@ -44,6 +47,7 @@ type Writer interface {
 // Intake places the orders of events (*intake.Events).
 type Intake interface {
 	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request) intake.Result
+	PlaceCloudEvent(ctx context.Context, tenant, source, id string, req intake.Request) intake.Result
 }
 
 // Tenants tells which tenants exist (*apikeys.Tenants): an event's tenant field is
@@ -54,7 +58,7 @@ type Tenants interface {
 
 var (
 	_ Group           = (*kafka.ConsumerGroup)(nil)
-	_ PartitionReader = (*kafka.Reader)(nil)
+	_ PartitionReader = (*kafkaclient.PartitionReader)(nil)
 	_ Writer          = (*kafka.Writer)(nil)
 	_ Intake          = (*intake.Events)(nil)
 )
@@ -175,7 +179,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 // handle turns one message into at most one workflow start. A nil error means the
 // message is settled (started, duplicate, or dead-lettered) and may be committed.
 func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
-	ev, err := DecodeEvent(m.Value)
+	ev, err := Decode(m)
 	if err == nil {
 		var known bool
 		if known, err = c.tenants.Exists(ctx, ev.Tenant); err != nil {
@@ -188,7 +192,12 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
-	out := c.intake.PlaceEvent(ctx, ev.Tenant, ev.EventID, ev.Order)
+	var out intake.Result
+	if ce := ev.CloudEvent; ce != nil {
+		out = c.intake.PlaceCloudEvent(ctx, ev.Tenant, ce.Source, ce.ID, ev.Order)
+	} else {
+		out = c.intake.PlaceEvent(ctx, ev.Tenant, ev.EventID, ev.Order)
+	}
 	switch out.Kind {
 	case intake.Created:
 		c.m.starts.Inc()
@@ -196,11 +205,11 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	case intake.Replayed:
 		c.m.duplicates.Inc()
 	case intake.Mismatch:
-		return c.deadLetter(ctx, m, fmt.Errorf("eventId %q was used with a different order", ev.EventID))
+		return c.deadLetter(ctx, m, fmt.Errorf("%s was used with a different order", ev))
 	case intake.Unavailable:
 		return out.Err
 	default: // never settle what was not placed
-		return fmt.Errorf("event %s: unexpected intake outcome %d", ev.EventID, out.Kind)
+		return fmt.Errorf("%s: unexpected intake outcome %d", ev, out.Kind)
 	}
 	return nil
 }

@@ -410,3 +410,42 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d events produced across the restart: %d workflows paid, %d charges, 0 redeliveries", len(ids), len(ids), len(p.Sim.Charges("")))
 }
+
+// An operator recreates the dead-letter topic after a redrive: its new letters
+// sit at the offsets the old ones had. Each is redriven, once, as the letter it
+// is; none is taken for one redriven before.
+func TestRedriveAfterTheDeadLetterTopicIsRecreated(t *testing.T) {
+	p := newPipeline(t)
+	tenants := apikeys.New(p.Pool, apikeys.DefaultCacheTTL)
+	w := p.writer("")
+	defer w.Close()
+	redrive := func(want consumer.RedriveSummary) {
+		t.Helper()
+		opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests}
+		sum, err := consumer.Redrive(context.Background(), p.Kafka, opts, w, consumer.NewRedrives(p.Pool), p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil || sum != want {
+			t.Fatalf("redrive: %+v, %v; want %+v", sum, err, want)
+		}
+	}
+	// An event for a tenant that does not exist yet is dead-lettered; once the
+	// tenant exists, the redrive makes it an order.
+	for round, id := range []string{"first", "second"} {
+		late := stacktest.Name("late")
+		p.produce(t, kafka.Message{Key: []byte(id), Value: event(id, late)})
+		_, stop := p.runConsumer(t)
+		if dead := p.deadLetters(t, 1); stacktest.Header(dead[0], consumer.HeaderGroup) != p.group {
+			t.Fatalf("dead letter %v", dead[0].Headers)
+		}
+		if _, err := tenants.Create(context.Background(), late); err != nil {
+			t.Fatal(err)
+		}
+		redrive(consumer.RedriveSummary{Read: 1, Redriven: 1})
+		redrive(consumer.RedriveSummary{Read: 1, Before: 1})
+		wid := order.WorkflowID(late, order.FromEvent, id)
+		stacktest.Eventually(t, 30*time.Second, "the redriven event's workflow", func() bool { return stacktest.Runs(t, p.Temporal, wid) == 1 })
+		stop()
+		if round == 0 {
+			stacktest.RecreateTopic(t, p.dlq, 1)
+		}
+	}
+}

@@ -96,6 +96,7 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 		{Key: HeaderFailedAt, Value: []byte(now.UTC().Format(time.RFC3339Nano))},
 		{Key: HeaderSealed, Value: []byte("1")},
 	}
+	provenance = append(provenance, structuredProvenance(m)...)
 	sealed, err := seal.Seal(m.Value)
 	if err != nil {
 		return kafka.Message{}, fmt.Errorf("seal dead letter: %w", err)
@@ -113,6 +114,41 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 		return kafka.Message{}, fmt.Errorf("seal dead letter: %w", err)
 	}
 	return dl, nil
+}
+
+// structuredProvenance is, for a CloudEvent in structured mode, its identity
+// attributes as dlq.ce_* headers: the value they sit in is sealed. A binary-mode
+// CloudEvent's ce_* headers are kept as they are.
+func structuredProvenance(m kafka.Message) []kafka.Header {
+	if ct, ok := header(m.Headers, headerContentType); !ok || mediaType(ct) != ceStructured {
+		return nil
+	}
+	var attrs struct {
+		ID     any `json:"id"`
+		Source any `json:"source"`
+		Type   any `json:"type"`
+	}
+	if json.Unmarshal(m.Value, &attrs) != nil {
+		return nil
+	}
+	var hs []kafka.Header
+	for _, a := range []struct {
+		name string
+		v    any
+	}{{"id", attrs.ID}, {"source", attrs.Source}, {"type", attrs.Type}} {
+		if s, ok := a.v.(string); ok {
+			hs = append(hs, kafka.Header{Key: "dlq.ce_" + a.name, Value: []byte(truncate(s, 1024))})
+		}
+	}
+	return hs
+}
+
+// truncate cuts s to at most n bytes of valid UTF-8.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // tooLarge reports a write refused for the message's size, by the writer or the
@@ -164,8 +200,9 @@ type RedriveOptions struct {
 
 // Redrive re-publishes the dead letters present in the dead-letter topic when it
 // starts (all, or the eventIds asked for) to the requests topic, without the dlq
-// headers, each once: a redriven letter is recorded in done after its write, and a
-// later run skips it. A crash between the write and the record sends it again on
+// headers, each once: a redriven letter is recorded in done after its write, by
+// its content and provenance (letterOf), and a later run skips it, even from a
+// recreated dead-letter topic. A crash between the write and the record sends it again on
 // the next run, which the consumer absorbs as a duplicate eventId. w must not have
 // a Topic of its own.
 func Redrive(ctx context.Context, cluster kafkaclient.Cluster, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, logger *slog.Logger) (RedriveSummary, error) {
@@ -180,7 +217,7 @@ func Redrive(ctx context.Context, cluster kafkaclient.Cluster, opts RedriveOptio
 		return sum, fmt.Errorf("partitions of %s: %w", opts.DLQTopic, err)
 	}
 	for _, p := range parts {
-		first, last, err := offsets(ctx, cluster, opts.DLQTopic, p.ID)
+		first, last, err := kafkaclient.Bounds(ctx, cluster, opts.DLQTopic, p.ID)
 		if err != nil {
 			return sum, err
 		}
@@ -231,7 +268,8 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 		sum.Unselected++
 		return nil
 	}
-	already, err := done.Done(ctx, m.Topic, m.Partition, m.Offset)
+	letter := letterOf(m, out.Value)
+	already, err := done.Done(ctx, letter)
 	if err != nil {
 		return err
 	}
@@ -243,7 +281,7 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 	if err := w.WriteMessages(ctx, out); err != nil {
 		return fmt.Errorf("re-publish %s/%d@%d to %s: %w", m.Topic, m.Partition, m.Offset, out.Topic, err)
 	}
-	if err := done.Record(ctx, m.Topic, m.Partition, m.Offset, id); err != nil {
+	if err := done.Record(ctx, letter, m, id); err != nil {
 		return err
 	}
 	sum.Redriven++
@@ -274,19 +312,6 @@ func original(m kafka.Message, keys Sealer) (out kafka.Message, from string, who
 		out.Value, err = keys.Open(m.Value)
 	}
 	return out, from, whole, err
-}
-
-func offsets(ctx context.Context, cluster kafkaclient.Cluster, topic string, partition int) (first, last int64, err error) {
-	conn, err := cluster.DialLeader(ctx, topic, partition)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer conn.Close()
-	first, last, err = conn.ReadOffsets()
-	if err != nil {
-		return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, partition, err)
-	}
-	return first, last, nil
 }
 
 // eventIDOf reads the eventId of a possibly malformed event.

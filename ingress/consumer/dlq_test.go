@@ -16,13 +16,9 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-func header(m kafka.Message, key string) string {
-	for _, h := range m.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
+func headerOf(m kafka.Message, key string) string {
+	v, _ := header(m.Headers, key)
+	return v
 }
 
 func testCodec(t *testing.T) *payloadcodec.Codec {
@@ -46,8 +42,8 @@ func TestDeadLettersAlwaysFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	opened, err := codec.Open(dl.Value)
-	if err != nil || string(opened) != string(small.Value) || string(dl.Key) != "k" || header(dl, "traceparent") != "00-abc" ||
-		header(dl, HeaderOffset) != "7" || header(dl, HeaderPartition) != "2" || header(dl, HeaderError) != "unknown tenant" || header(dl, HeaderValueSHA256) != "" {
+	if err != nil || string(opened) != string(small.Value) || string(dl.Key) != "k" || headerOf(dl, "traceparent") != "00-abc" ||
+		headerOf(dl, HeaderOffset) != "7" || headerOf(dl, HeaderPartition) != "2" || headerOf(dl, HeaderError) != "unknown tenant" || headerOf(dl, HeaderValueSHA256) != "" {
 		t.Fatalf("a small dead letter changed: %+v", dl)
 	}
 
@@ -67,8 +63,8 @@ func TestDeadLettersAlwaysFit(t *testing.T) {
 		if n := messageBytes(dl); n > max(limit, 2<<10) {
 			t.Fatalf("limit %d: the dead letter weighs %d bytes", limit, n)
 		}
-		if header(dl, HeaderValueBytes) != fmt.Sprint(len(value)) || header(dl, HeaderValueSHA256) != hex.EncodeToString(sum[:]) ||
-			header(dl, HeaderOffset) != "9" || header(dl, "junk") != "" || len(header(dl, HeaderError)) > maxErrorText+3 {
+		if headerOf(dl, HeaderValueBytes) != fmt.Sprint(len(value)) || headerOf(dl, HeaderValueSHA256) != hex.EncodeToString(sum[:]) ||
+			headerOf(dl, HeaderOffset) != "9" || headerOf(dl, "junk") != "" || len(headerOf(dl, HeaderError)) > maxErrorText+3 {
 			t.Fatalf("limit %d: headers %v", limit, dl.Headers)
 		}
 		kept, err := codec.Open(dl.Value)
@@ -104,5 +100,29 @@ func TestDeadLettersKeepNoSecretInPlainText(t *testing.T) {
 	out, from, whole, err := original(dl, codec)
 	if err != nil || !whole || from != "orders.requested" || !bytes.Equal(out.Value, value) {
 		t.Fatalf("redrive would send %q from %q (whole %v, %v)", out.Value, from, whole, err)
+	}
+}
+
+func TestLetterIsItsProvenanceAndValue(t *testing.T) {
+	codec := testCodec(t)
+	letter := func(offset int64, value string, dlqOffset int64) []byte {
+		m := kafka.Message{Topic: "orders.requested", Partition: 1, Offset: offset, Value: []byte(value)}
+		dl, err := deadLetterOf(m, errors.New("bad"), "g", time.Now(), maxDeadLetterBytes, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl.Offset = dlqOffset
+		out, _, _, err := original(dl, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return letterOf(dl, out.Value)
+	}
+	a := letter(7, "x", 0)
+	if !bytes.Equal(a, letter(7, "x", 3)) {
+		t.Fatal("the same message dead-lettered twice is two letters")
+	}
+	if bytes.Equal(a, letter(8, "x", 0)) || bytes.Equal(a, letter(7, "y", 0)) {
+		t.Fatal("another message at the same dead-letter offset is the same letter")
 	}
 }

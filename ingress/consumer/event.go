@@ -8,19 +8,30 @@ package consumer
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
 )
 
-// Event is a message of orders.requested.
+// Event is a message of orders.requested: an envelope, with its EventID, or a
+// CloudEvent.
 type Event struct {
-	EventID string
-	Tenant  string
-	Order   intake.Request
+	EventID    string
+	CloudEvent *CloudEvent
+	Tenant     string
+	Order      intake.Request
 }
 
-// DecodeEvent parses and validates an event strictly. Every error is a *intake.FieldError
+// String names the event in logs and errors, by its identity.
+func (e Event) String() string {
+	if e.CloudEvent != nil {
+		return "CloudEvent " + strconv.Quote(e.CloudEvent.ID) + " of source " + strconv.Quote(e.CloudEvent.Source)
+	}
+	return "eventId " + strconv.Quote(e.EventID)
+}
+
+// DecodeEvent parses and validates an envelope strictly. Every error is a *intake.FieldError
 // naming what is wrong: the message is poison and retrying cannot fix it.
 func DecodeEvent(value []byte) (Event, error) {
 	var raw struct {

@@ -17,6 +17,8 @@ type Metrics struct {
 	generation    prometheus.Gauge
 	owned         prometheus.Gauge
 	staleCommits  prometheus.Counter
+	outOfRange    *prometheus.CounterVec
+	lost          prometheus.Counter
 }
 
 // NewMetrics registers the consumer's metrics.
@@ -65,8 +67,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		staleCommits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "orderflow_consumer_commits_refused_stale_total", Help: "Offset commits the broker refused because the group had moved to another generation.",
 		}),
+		outOfRange: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orderflow_consumer_offset_out_of_range_total",
+			Help: "Times a partition's offset was outside what the broker holds: beyond_end (the topic was recreated or offsets restored from elsewhere; re-read from the first offset) or before_start (retention deleted events before they were read).",
+		}, []string{"partition", "position"}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_offsets_deleted_unread_total",
+			Help: "Offsets retention deleted before the consumer read them (before_start): events that never became orders.",
+		}),
 	}
 	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.eventSeconds, m.startSeconds, m.lag, m.uncommitted,
-		m.rebalances, m.generation, m.owned, m.staleCommits)
+		m.rebalances, m.generation, m.owned, m.staleCommits, m.outOfRange, m.lost)
 	return m
 }

@@ -57,6 +57,8 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	offset := a.Offset
 	if offset < 0 {
 		offset = kafka.FirstOffset // nothing committed yet
+	} else {
+		offset = p.inRange(genCtx, reader, offset)
 	}
 	if err := reader.SetOffset(offset); err != nil {
 		c.logger.Error("partition reader: set offset", "partition", a.ID, "offset", offset, "err", err)
@@ -170,6 +172,41 @@ func (p *partition) commitThrough(w *window) {
 	}
 }
 
+// inRange applies the policy for an offset outside what the broker holds, and
+// raises orderflow_consumer_offset_out_of_range_total; it never skips silently.
+// Beyond the end (the topic was recreated, or the offsets came from another
+// cluster): the partition is read again from its first offset, since the events
+// now there were never read, and those that were are absorbed as duplicates.
+// Before the start (retention deleted events the group never read): reading
+// resumes at the first offset, and the deleted offsets are counted as lost. An
+// offset whose bounds cannot be read is kept: the reader retries it.
+func (p *partition) inRange(ctx context.Context, reader PartitionReader, offset int64) int64 {
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	first, end, err := reader.Bounds(bctx)
+	switch {
+	case err != nil:
+		p.c.logger.Warn("partition bounds unknown; keeping the offset", "partition", p.id, "offset", offset, "err", err)
+		return offset
+	case offset > end:
+		p.c.m.outOfRange.WithLabelValues(strconv.Itoa(p.id), "beyond_end").Inc()
+		p.c.logger.Error("offset beyond the partition's end: the topic was recreated or its offsets restored from elsewhere; reading it again from its first offset",
+			"partition", p.id, "offset", offset, "first", first, "end", end)
+		return first
+	case offset < first:
+		p.c.m.outOfRange.WithLabelValues(strconv.Itoa(p.id), "before_start").Inc()
+		p.c.m.lost.Add(float64(first - offset))
+		p.c.logger.Error("events deleted by retention before they were read: they never become orders",
+			"partition", p.id, "offset", offset, "first", first, "deleted", first-offset)
+		return first
+	}
+	return offset
+}
+
+// boundsEvery is how often an idle partition checks that its position is still
+// within the partition (a topic recreated under it starts again at 0).
+const boundsEvery = 10 * time.Second
+
 // idleAfter is how long a fetch waits for a message before it reports the reader's
 // position instead.
 const idleAfter = time.Second
@@ -179,6 +216,7 @@ const idleAfter = time.Second
 // handed over on in already.
 func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<- kafka.Message, idle chan<- int64) {
 	backoff := newBackoff()
+	checked := time.Now()
 	for {
 		fetchCtx, cancel := context.WithTimeout(ctx, idleAfter)
 		m, err := reader.FetchMessage(fetchCtx)
@@ -188,6 +226,17 @@ func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<-
 				return
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
+				if time.Since(checked) >= boundsEvery {
+					checked = time.Now()
+					if pos := reader.Offset(); pos >= 0 {
+						if to := p.inRange(ctx, reader, pos); to != pos {
+							if err := reader.SetOffset(to); err != nil {
+								p.c.logger.Error("partition reader: set offset", "partition", p.id, "offset", to, "err", err)
+							}
+							continue
+						}
+					}
+				}
 				p.lag.Set(float64(max(reader.Lag(), 0)))
 				select {
 				case idle <- reader.Offset():

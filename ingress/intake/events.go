@@ -8,7 +8,8 @@ import (
 )
 
 // Events is the Kafka ingress's intake: events placed as at most one order per
-// eventId, deduplicated in the consumer group's event log.
+// eventId (or CloudEvent source and id), deduplicated in the consumer group's event
+// log.
 type Events struct {
 	log       EventLog
 	workflows Workflows
@@ -23,7 +24,19 @@ func newEvents(log EventLog, workflows Workflows, group string) *Events {
 // the dedup that outlives Temporal's retention, and it tells a redelivery from an
 // eventId reused with another order.
 func (s *Events) PlaceEvent(ctx context.Context, tenant, eventID string, req Request) Result {
-	o := req.Order(tenant, order.WorkflowID(tenant, order.FromEvent, eventID))
+	return s.place(ctx, tenant, eventID, order.WorkflowID(tenant, order.FromEvent, eventID), req)
+}
+
+// PlaceCloudEvent places the order of the CloudEvent that source and id identify,
+// as PlaceEvent does. Its row in the event log is keyed "ce " and the pair's key:
+// no eventId holds a space, so neither can be taken for the other.
+func (s *Events) PlaceCloudEvent(ctx context.Context, tenant, source, id string, req Request) Result {
+	key := order.CloudEventKey(source, id)
+	return s.place(ctx, tenant, "ce "+key, order.WorkflowID(tenant, order.FromCloudEvent, key), req)
+}
+
+func (s *Events) place(ctx context.Context, tenant, eventID, workflowID string, req Request) Result {
+	o := req.Order(tenant, workflowID)
 	out := Result{OrderID: o.ID, Kind: Replayed}
 	// same: a row older than fingerprints (nil) counts as this event.
 	same := func(stored []byte) bool { return stored == nil || SameRequest(stored, req) }

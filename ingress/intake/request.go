@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -187,14 +188,13 @@ func checkID(field, v string) error {
 	return nil
 }
 
-func knownCurrency(c string) bool {
-	switch c {
-	case "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "SEK", "NOK", "DKK", "PLN",
+func knownCurrency(c string) bool { return slices.Contains(Currencies(), c) }
+
+// Currencies are the ISO 4217 codes an order may be in.
+func Currencies() []string {
+	return []string{"USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "SEK", "NOK", "DKK", "PLN",
 		"CZK", "HUF", "RON", "BGN", "TRY", "ILS", "AED", "SAR", "INR", "SGD", "HKD", "CNY",
-		"KRW", "TWD", "THB", "MYR", "IDR", "PHP", "MXN", "BRL", "ARS", "CLP", "COP", "ZAR":
-		return true
-	}
-	return false
+		"KRW", "TWD", "THB", "MYR", "IDR", "PHP", "MXN", "BRL", "ARS", "CLP", "COP", "ZAR"}
 }
 
 // Fingerprint identifies a request's content, as order.Fingerprint (versioned; a

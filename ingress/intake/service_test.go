@@ -332,6 +332,34 @@ func TestPlaceEventDeduplicates(t *testing.T) {
 	}
 }
 
+func TestPlaceCloudEventDeduplicatesBySourceAndID(t *testing.T) {
+	f := newFixture()
+	req := request(t, valid)
+	ctx := context.Background()
+	if out := f.cons.PlaceCloudEvent(ctx, "acme", "/shop", "e1", req); out.Kind != Created {
+		t.Fatalf("first = %+v", out)
+	}
+	if out := f.cons.PlaceCloudEvent(ctx, "acme", "/shop", "e1", req); out.Kind != Replayed {
+		t.Fatalf("same source and id = %+v, want Replayed", out)
+	}
+	// The same id from another source is another event; so is an eventId that
+	// equals the id, or the CloudEvent's key.
+	key := order.CloudEventKey("/shop", "e1")
+	for _, place := range []func() Result{
+		func() Result { return f.cons.PlaceCloudEvent(ctx, "acme", "/warehouse", "e1", req) },
+		func() Result { return f.cons.PlaceEvent(ctx, "acme", "e1", req) },
+		func() Result { return f.cons.PlaceEvent(ctx, "acme", key, req) },
+		func() Result { return f.cons.PlaceEvent(ctx, "acme", "ce:"+key, req) },
+	} {
+		if out := place(); out.Kind != Created {
+			t.Fatalf("another identity = %+v, want Created", out)
+		}
+	}
+	if n := len(f.flows.started); n != 5 {
+		t.Fatalf("%d workflows, want 5", n)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	f := newFixture()
 	out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)

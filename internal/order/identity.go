@@ -30,12 +30,23 @@ const (
 	FromHTTP Source = "http"
 	// FromEvent: the key is an event's eventId.
 	FromEvent Source = "event"
+	// FromCloudEvent: the key is CloudEventKey of a CloudEvent's source and id,
+	// which together identify it (CloudEvents 1.0, "id").
+	FromCloudEvent Source = "ce"
 )
 
-// WorkflowID is order:{tenant}:{eventId} for an event and order:{tenant}:http:{key}
-// for an HTTP request. Tenant names cannot hold ':' or '%'; in the key, '%', ':' and
+// CloudEventKey is the key of the CloudEvent that source and id name: a digest of
+// the pair, so any source URI and id give a key of the same short form, and equal
+// pairs the same key.
+func CloudEventKey(source, id string) string {
+	return lower(digest("cloudevent", source, id)[:32])
+}
+
+// WorkflowID is order:{tenant}:{eventId} for an event, order:{tenant}:http:{key}
+// for an HTTP request and order:{tenant}:ce:{key} for a CloudEvent. Tenant names cannot hold ':' or '%'; in the key, '%', ':' and
 // anything outside visible ASCII are percent-encoded, so no key of one tenant or
-// source can produce another's ID (the "http:" segment's colon is never escaped).
+// source can produce another's ID (the "http:" and "ce:" segments' colons are never
+// escaped).
 // Events keep the scheme that predates sources, so a redelivery across an upgrade
 // finds its workflow. Tenants and client keys only: no personal data goes into IDs,
 // which Temporal stores in plain text.
@@ -45,7 +56,11 @@ func WorkflowID(tenant string, src Source, key string) string {
 	b.WriteString("order:")
 	b.WriteString(tenant)
 	b.WriteByte(':')
-	if src != FromEvent {
+	switch src {
+	case FromEvent:
+	case FromCloudEvent:
+		b.WriteString("ce:")
+	default:
 		b.WriteString("http:")
 	}
 	for i := 0; i < len(key); i++ {

@@ -48,6 +48,28 @@ func TestWorkflowIDCannotCollideAcrossTenants(t *testing.T) {
 	if WorkflowID("a", FromEvent, "http:k") == WorkflowID("a", FromHTTP, "k") {
 		t.Fatal("event and HTTP ID spaces overlap")
 	}
+	// Nor of its CloudEvents: the "ce:" segment's colon is never an escaped one.
+	ce := CloudEventKey("/shop/checkout", "e1")
+	if WorkflowID("a", FromEvent, "ce:"+ce) == WorkflowID("a", FromCloudEvent, ce) ||
+		WorkflowID("a", FromHTTP, ce) == WorkflowID("a", FromCloudEvent, ce) {
+		t.Fatal("CloudEvent and other ID spaces overlap")
+	}
+}
+
+func TestCloudEventKeyIsTheSourceAndID(t *testing.T) {
+	k := CloudEventKey("/shop/checkout", "e1")
+	if k != CloudEventKey("/shop/checkout", "e1") || len(k) != 32 {
+		t.Fatalf("key %q: want 32 characters, stable", k)
+	}
+	for _, other := range []string{CloudEventKey("/shop/refunds", "e1"), CloudEventKey("/shop/checkout", "e2"),
+		CloudEventKey("/shop/checkout/e", "1"), CloudEventKey("/shop/checkoute", "1")} {
+		if other == k {
+			t.Fatal("another source or id gives the same key")
+		}
+	}
+	if got := WorkflowID("acme", FromCloudEvent, k); got != "order:acme:ce:"+k {
+		t.Fatalf("WorkflowID = %q", got)
+	}
 }
 
 func TestPaymentKeysAreFixedLengthAndDistinct(t *testing.T) {

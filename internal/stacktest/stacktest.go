@@ -5,7 +5,9 @@ package stacktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/orderflow/orderflow/contracts"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"io"
 	"log/slog"
@@ -195,6 +197,33 @@ func Topic(tb testing.TB, partitions int) string {
 	return topic
 }
 
+// RecreateTopic deletes topic and creates it again, empty, with partitions: as an
+// operator who drops a topic to clear it does.
+func RecreateTopic(tb testing.TB, topic string, partitions int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := Kafka(tb)
+	resp, err := c.Client().DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	if err == nil {
+		err = resp.Errors[topic]
+	}
+	if err != nil {
+		tb.Fatalf("delete %s: %v", topic, err)
+	}
+	// The deletion completes in the background: creating the topic fails until then.
+	for {
+		err := kafkaclient.CreateTopic(ctx, c, topic, partitions, testkit.Replicas(Env(tb)))
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, kafka.TopicAlreadyExists) || ctx.Err() != nil {
+			tb.Fatalf("recreate %s: %v", topic, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // EndOffset returns the end offset of one partition of topic.
 func EndOffset(tb testing.TB, topic string, partition int) int64 {
 	tb.Helper()
@@ -245,6 +274,17 @@ func MetricsText(reg *prometheus.Registry) string {
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
+}
+
+// Contract is the published schemas of the Kafka topics: every event a test
+// produces as valid, and every one the service emits, is checked against them.
+func Contract(tb testing.TB) *contracts.Validator {
+	tb.Helper()
+	v, err := contracts.NewValidator()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
 }
 
 // Header returns the value of a Kafka message header, or "".

@@ -118,15 +118,46 @@ func NewConsumerGroup(c Cluster, group, topic string, logger *slog.Logger) (*kaf
 // never reach the caller (kafka-go is replaced by the copy in third_party/kafka-go,
 // which filters them on its fetch path, segmentio/kafka-go#1332), and its Offset
 // moves past the ones it hid.
-func NewPartitionReader(c Cluster, topic string, partition int) *kafka.Reader {
-	return c.NewReader(kafka.ReaderConfig{
+func NewPartitionReader(c Cluster, topic string, partition int) *PartitionReader {
+	return &PartitionReader{Reader: c.NewReader(kafka.ReaderConfig{
 		Topic:          topic,
 		Partition:      partition,
 		MinBytes:       1,
 		MaxBytes:       4 << 20,
 		MaxWait:        250 * time.Millisecond,
 		IsolationLevel: kafka.ReadCommitted,
-	})
+	}), c: c, topic: topic, partition: partition}
+}
+
+// PartitionReader is a reader of one partition that can tell the partition's bounds.
+type PartitionReader struct {
+	*kafka.Reader
+	c         Cluster
+	topic     string
+	partition int
+}
+
+// Bounds returns the partition's first offset still retained and its end.
+func (r *PartitionReader) Bounds(ctx context.Context) (first, end int64, err error) {
+	return Bounds(ctx, r.c, r.topic, r.partition)
+}
+
+// Bounds returns the first offset of one partition still retained and its end
+// (the high watermark), asked of the partition's leader.
+func Bounds(ctx context.Context, c Cluster, topic string, partition int) (first, end int64, err error) {
+	conn, err := c.DialLeader(ctx, topic, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	}
+	first, end, err = conn.ReadOffsets()
+	if err != nil {
+		return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, partition, err)
+	}
+	return first, end, nil
 }
 
 // Close runs close but gives up after timeout (or ctx's deadline), returning an

@@ -1,0 +1,184 @@
+package consumer
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/order"
+)
+
+// CloudEvents 1.0 on orders.requested, as its Kafka protocol binding maps them:
+// binary mode carries the attributes in ce_* headers and the data in the value;
+// structured mode carries the whole event as JSON, with the content-type header
+// application/cloudevents+json. The data is an order, as in the envelope.
+const (
+	// CloudEventType is the one type orders.requested takes.
+	CloudEventType = "dev.orderflow.OrderRequested.v1"
+	// TenantAttribute is the extension attribute that names the tenant
+	// (ce_tenant in binary mode).
+	TenantAttribute = "tenant"
+
+	ceSpecVersion     = "1.0"
+	ceStructured      = "application/cloudevents+json"
+	headerContentType = "content-type"
+	ceHeaderPrefix    = "ce_"
+	// Bounds of the identity attributes: the spec sets none, the event log does.
+	maxCloudEventID     = 255
+	maxCloudEventSource = 1024
+)
+
+// CloudEvent is what identifies a CloudEvent: its source and id, and its type.
+type CloudEvent struct {
+	Source, ID, Type string
+}
+
+// Decode parses and validates a message of orders.requested: a CloudEvent in
+// binary mode (a ce_specversion header), in structured mode (content-type
+// application/cloudevents+json), or else the envelope. Every error is a
+// *intake.FieldError: the message is poison.
+func Decode(m kafka.Message) (Event, error) {
+	if _, ok := header(m.Headers, ceHeaderPrefix+"specversion"); ok {
+		return decodeBinary(m)
+	}
+	if ct, ok := header(m.Headers, headerContentType); ok && mediaType(ct) == ceStructured {
+		return decodeStructured(m.Value)
+	}
+	return DecodeEvent(m.Value)
+}
+
+// decodeBinary reads the attributes from the ce_* headers; the value is the data.
+func decodeBinary(m kafka.Message) (Event, error) {
+	attrs := map[string]string{}
+	for _, h := range m.Headers {
+		name, ok := strings.CutPrefix(h.Key, ceHeaderPrefix)
+		if !ok {
+			continue
+		}
+		if _, dup := attrs[name]; dup {
+			return Event{}, &intake.FieldError{Field: h.Key, Message: "appears more than once"}
+		}
+		if !utf8.Valid(h.Value) {
+			return Event{}, &intake.FieldError{Field: h.Key, Message: "not valid UTF-8"}
+		}
+		attrs[name] = string(h.Value)
+	}
+	if ct, ok := header(m.Headers, headerContentType); ok {
+		attrs["datacontenttype"] = ct
+	}
+	return cloudEvent(attrs, m.Value, ceHeaderPrefix)
+}
+
+// decodeStructured reads the event from the value's JSON object. Extension
+// attributes are allowed, as the spec says; data_base64 is not: the data is an
+// order, JSON.
+func decodeStructured(value []byte) (Event, error) {
+	var members map[string]json.RawMessage
+	if err := intake.DecodeStrict(value, &members); err != nil {
+		return Event{}, err
+	}
+	if members == nil {
+		return Event{}, &intake.FieldError{Field: "body", Message: "must be a JSON object"}
+	}
+	if _, ok := members["data_base64"]; ok {
+		return Event{}, &intake.FieldError{Field: "data_base64", Message: "not accepted: the data is an order, as JSON in data"}
+	}
+	attrs := map[string]string{}
+	for _, name := range stringAttributes {
+		raw, ok := members[name]
+		if !ok || string(raw) == "null" { // null: absent, as the JSON format allows
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return Event{}, &intake.FieldError{Field: name, Message: "must be a string"}
+		}
+		attrs[name] = s
+	}
+	return cloudEvent(attrs, members["data"], "")
+}
+
+// stringAttributes are the attributes read, all strings; other extensions (of any
+// JSON type) are ignored.
+var stringAttributes = []string{"specversion", "id", "source", "type", TenantAttribute, "datacontenttype", "time"}
+
+// cloudEvent validates the attributes and the data; prefix is how the attributes
+// are named in errors (ce_ for headers).
+func cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, error) {
+	bad := func(name, msg string) (Event, error) {
+		return Event{}, &intake.FieldError{Field: prefix + name, Message: msg}
+	}
+	switch v, ok := attrs["specversion"]; {
+	case !ok:
+		return bad("specversion", "is required")
+	case v != ceSpecVersion:
+		return bad("specversion", "must be "+ceSpecVersion)
+	}
+	id, source := attrs["id"], attrs["source"]
+	switch {
+	case id == "":
+		return bad("id", "is required")
+	case len(id) > maxCloudEventID:
+		return bad("id", "longer than 255 bytes")
+	case source == "":
+		return bad("source", "is required")
+	case len(source) > maxCloudEventSource:
+		return bad("source", "longer than 1024 bytes")
+	}
+	if _, err := url.Parse(source); err != nil {
+		return bad("source", "must be a URI-reference")
+	}
+	if t := attrs["type"]; t != CloudEventType {
+		return bad("type", "must be "+CloudEventType)
+	}
+	tenant := attrs[TenantAttribute]
+	if !order.ValidTenant(tenant) {
+		return bad(TenantAttribute, "missing or not a tenant name")
+	}
+	if ct, ok := attrs["datacontenttype"]; ok && mediaType(ct) != "application/json" {
+		return bad("datacontenttype", "must be application/json")
+	}
+	if t, ok := attrs["time"]; ok {
+		if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
+			return bad("time", "must be an RFC 3339 timestamp")
+		}
+	}
+	if len(data) == 0 || string(data) == "null" {
+		return Event{}, &intake.FieldError{Field: "data", Message: "is required: the order"}
+	}
+	req, err := intake.DecodeRequest(data)
+	if err != nil {
+		var fe *intake.FieldError
+		if errors.As(err, &fe) {
+			return Event{}, &intake.FieldError{Field: "data." + fe.Field, Message: fe.Message}
+		}
+		return Event{}, err
+	}
+	return Event{Tenant: tenant, Order: req, CloudEvent: &CloudEvent{Source: source, ID: id, Type: CloudEventType}}, nil
+}
+
+// header is the value of the first header named key.
+func header(hs []kafka.Header, key string) (string, bool) {
+	for _, h := range hs {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+// mediaType is a content type without its parameters, lower-case; "" if malformed.
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ""
+	}
+	return mt
+}
