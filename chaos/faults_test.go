@@ -354,3 +354,19 @@ func TestChaosDuplicateFloods(t *testing.T) {
 	r.opsAddr = opsAddr
 	r.ledger(t, "100 identical POSTs + 1 event x10 across a rebalance")
 }
+
+// The provider answers every request 429 for 30 s, as Stripe does to an account
+// over its rate limit, while HTTP clients and a producer place orders: a 429 is
+// a wait, never a failure. Every order ends PAID with one charge.
+func TestChaosProviderRateLimitsForThirtySeconds(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.Sim.SetFaults(sandbox.Faults{RateLimitedMS: 30_000})
+	wait := r.traffic(t, "ratelimited", 10*time.Second)
+	wait()
+	r.ledger(t, fmt.Sprintf("provider 429 for 30s (%d requests answered 429)", r.Sim.RateLimited()))
+	if r.Sim.RateLimited() == 0 {
+		t.Fatal("the provider answered no request 429: the fault was not caused")
+	}
+}

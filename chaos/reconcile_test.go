@@ -24,6 +24,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -41,7 +42,7 @@ const reconcileEvery = 3 * time.Second
 // newReconciler is a reconciler of the rig's orders against its sandbox.
 func (r *rig) newReconciler() *reconcile.Reconciler {
 	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
-	return reconcile.New(worker.NewEngine(r.Temporal, r.Queue, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
+	return reconcile.New(worker.NewEngine(r.Temporal, r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
 		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
 		reconcile.NewMetrics(prometheus.NewRegistry()),
 		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})

@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -483,5 +486,67 @@ func TestChaosWebhookEndpointDownOrdersSettleByThePoll(t *testing.T) {
 	appendSummary(line)
 	if balanced != 4 || pending != 0 || len(r.Sim.Charges("")) != 4 {
 		t.Fatalf("ledger does not balance: %s", line)
+	}
+}
+
+// rss is a process's resident memory, from /proc.
+func rss(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// 2,000 connections each send an unsigned 256 KiB webhook body and hold its
+// last byte, as anyone on the internet can. The endpoint reads 64 bodies at a
+// time before a signature is checked and tells the rest to come back, so the
+// API stays far below the manifests' 256 MiB (before: 1,061 MiB); orders placed
+// meanwhile are paid.
+func TestChaosSlowUnsignedWebhookBodies(t *testing.T) {
+	const conns, bound = 2000, 200 << 20
+	r := newRig(t)
+	r.withWebhooks("1s")
+	r.startWorker(t, nil)
+	api := r.startAPI(t)
+	before := rss(t, api.Pid())
+	body := strings.Repeat("x", 256<<10-1)
+	head := fmt.Sprintf("POST /webhooks/stripe HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nStripe-Signature: t=%d,v1=00\r\nContent-Length: %d\r\n\r\n",
+		time.Now().Unix(), 256<<10)
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	var peak int64
+	for i := range conns {
+		c, err := net.Dial("tcp", r.apiAddr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		held = append(held, c)
+		_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.WriteString(c, head+body) // refused ones are closed under it
+		if i%100 == 99 {
+			peak = max(peak, rss(t, api.Pid()))
+		}
+	}
+	for range 20 {
+		peak = max(peak, rss(t, api.Pid()))
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.order(t, "during-slow-bodies")
+	r.ledger(t, fmt.Sprintf("webhooks: %d slow unsigned 256 KiB bodies (API RSS %d MiB, peak %d MiB)", conns, before>>20, peak>>20))
+	if peak > bound {
+		t.Fatalf("the API's RSS peaked at %d MiB, over %d MiB", peak>>20, bound>>20)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -179,7 +180,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 	}
 	u := orderstore.Unsettled{Row: orderstore.Row{ID: in.Order.ID, Status: order.StatusPaymentPending, CustomerID: in.Order.CustomerID,
 		Currency: in.Order.Currency, Amount: in.Order.Amount, Items: in.Order.Items, WorkflowID: id}, Tenant: h.tenant}
-	if err := worker.NewEngine(h.Temporal, h.Queue, in.Policy).Recover(ctx, u, intent); err != nil {
+	if err := worker.NewEngine(h.Temporal, h.Queue, fairness.Weights{}, in.Policy).Recover(ctx, u, intent); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil || res.Status != order.StatusPaid {
@@ -194,7 +195,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 	if _, err := elsewhere.RefundIntent(ctx, "dashboard-1", ref, 100, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := workflows.StartFollow(ctx, h.Temporal, h.Queue, order.Order{ID: order.IDFor(id), Tenant: h.tenant, WorkflowID: id,
+	if err := workflows.StartFollow(ctx, h.Temporal, h.Queue, fairness.Weights{}, order.Order{ID: order.IDFor(id), Tenant: h.tenant, WorkflowID: id,
 		Amount: 2598, Currency: "USD"}, ref, "dashboard-1"); err != nil {
 		t.Fatal(err)
 	}

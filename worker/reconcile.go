@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/reconcile"
@@ -36,12 +37,14 @@ func (a *Reconciler) Reconcile(ctx context.Context) (reconcile.Report, error) {
 type Engine struct {
 	c         client.Client
 	taskQueue string
+	fair      fairness.Weights
 	policy    workflows.Policy
 }
 
-// NewEngine returns the engine that starts recovery runs on taskQueue with policy.
-func NewEngine(c client.Client, taskQueue string, policy workflows.Policy) *Engine {
-	return &Engine{c: c, taskQueue: taskQueue, policy: policy}
+// NewEngine returns the engine that starts recovery runs on taskQueue with policy,
+// each with its tenant as fairness key.
+func NewEngine(c client.Client, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Engine {
+	return &Engine{c: c, taskQueue: taskQueue, fair: fair, policy: policy}
 }
 
 // Running reports whether the workflow's latest run is open; a workflow Temporal
@@ -70,6 +73,7 @@ func (e *Engine) Recover(ctx context.Context, o orderstore.Unsettled, intentID s
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		Priority:                                 e.fair.Priority(o.Tenant),
 	}, workflows.Order, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
@@ -80,5 +84,5 @@ func (e *Engine) Recover(ctx context.Context, o orderstore.Unsettled, intentID s
 
 // Follow starts workflows.FollowPayment for a paid order, once per trigger.
 func (e *Engine) Follow(ctx context.Context, o order.Order, intentID, trigger string) error {
-	return workflows.StartFollow(ctx, e.c, e.taskQueue, o, intentID, trigger)
+	return workflows.StartFollow(ctx, e.c, e.taskQueue, e.fair, o, intentID, trigger)
 }

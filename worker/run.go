@@ -67,7 +67,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 		Help: "How long the last drain took, from SIGTERM to the Kafka writers closing.",
 	})
 	d.Registry.MustRegister(shutdownSeconds)
-	o.Interceptors = append(o.Interceptors, NewRetryWatch(d.Registry))
+	o.Interceptors = append(o.Interceptors, NewRetryWatch(d.Registry), TenantOfTasks())
 
 	ops, ln, err := opsServer(d, o.OpsAddr)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/order"
 )
 
@@ -34,12 +35,12 @@ type Starter interface {
 	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
 }
 
-// StartFollow starts the FollowPayment run of a trigger for a paid order on queue:
-// once per trigger, even after it closed.
-func StartFollow(ctx context.Context, c Starter, queue string, o order.Order, intentID, trigger string) error {
+// StartFollow starts the FollowPayment run of a trigger for a paid order on queue,
+// with its tenant as fairness key: once per trigger, even after it closed.
+func StartFollow(ctx context.Context, c Starter, queue string, fair fairness.Weights, o order.Order, intentID, trigger string) error {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: FollowWorkflowID(o.WorkflowID, trigger), TaskQueue: queue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true},
+		WorkflowExecutionErrorWhenAlreadyStarted: true, Priority: fair.Priority(o.Tenant)},
 		FollowPayment, FollowOrder{Order: o, IntentID: intentID})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {

@@ -18,6 +18,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/quota"
 )
 
 // newHandler builds the API's handler tree on the process's connections, and
@@ -37,19 +38,25 @@ func newHandler(ctx context.Context, c cfg, base *platform.Base, traces *tracing
 		go store.Purge(ctx, time.Hour, logger)
 		var err error
 		if hooks, err = webhooks.New(webhooks.Deps{Secrets: c.WebhookSecrets, Store: store, Ledger: ledger.New(base.Pool),
-			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
 			Logger: logger, Registry: reg}); err != nil {
 			return nil, err
 		}
 	} else {
 		logger.Warn("PAYMENTS_WEBHOOK_SECRETS is not set: no webhook endpoint; orders waiting on their intent read it on a backoff")
 	}
+	limits, err := quota.NewLimiter(c.TenantLimit, c.TenantLimitShares)
+	if err != nil {
+		return nil, err
+	}
+	go limits.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
 	return httpapi.NewServer(httpapi.Deps{
 		Logger:   logger,
 		Registry: reg,
 		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
-		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
 			Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}, idem),
+		Quota:        limits,
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 		Tracing:      traces,
 		Webhooks:     hooks,

@@ -5,6 +5,9 @@
 //	api keys create --tenant T         print a new API key for tenant T (shown once)
 //	api keys list --tenant T           list the tenant's keys (prefixes only)
 //	api keys revoke KEY_PREFIX         revoke a key
+//	api limits set --tenant T --rate R --burst B   the tenant's own request budget
+//	api limits clear --tenant T        back to the default budget
+//	api limits list                    the tenants with a budget of their own
 //	api version                        print the build's version
 package main
 
@@ -22,6 +25,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/internal/quota"
 )
 
 func main() {
@@ -35,6 +39,13 @@ func main() {
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 	var tenant *string
 	tenantFlag := func(fs *flag.FlagSet) { tenant = fs.String("tenant", "", "the tenant the keys belong to (required)") }
+	var rate *float64
+	var burst *int
+	limitFlags := func(fs *flag.FlagSet) {
+		tenant = fs.String("tenant", "", "the tenant (required)")
+		rate = fs.Float64("rate", 0, "requests a second over the fleet (required)")
+		burst = fs.Int("burst", 0, "requests at once over the fleet (required)")
+	}
 	return cli.App{Name: "api", Summary: "orderflow's HTTP API", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
 		{Summary: "serve the API until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serve(ctx, getenv, stdout)
@@ -51,6 +62,18 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		{Name: "keys revoke", Args: "KEY_PREFIX", Summary: "revoke a key (DATABASE_URL, API_KEY_CACHE_TTL)",
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
 				return keys(ctx, getenv, "revoke", "", fs.Args(), stdout)
+			}},
+		{Name: "limits set", Args: "--tenant NAME --rate R --burst B", Summary: "give the tenant its own request budget (DATABASE_URL)", Flags: limitFlags,
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				return limits(ctx, getenv, "set", *tenant, quota.Limit{Rate: *rate, Burst: *burst}, fs.Args(), stdout)
+			}},
+		{Name: "limits clear", Args: "--tenant NAME", Summary: "put the tenant back on the default budget (DATABASE_URL)", Flags: tenantFlag,
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				return limits(ctx, getenv, "clear", *tenant, quota.Limit{}, fs.Args(), stdout)
+			}},
+		{Name: "limits list", Summary: "list the tenants with a budget of their own (DATABASE_URL)",
+			Run: func(ctx context.Context, fs *flag.FlagSet) error {
+				return limits(ctx, getenv, "list", "", quota.Limit{}, fs.Args(), stdout)
 			}},
 	}}
 }

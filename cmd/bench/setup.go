@@ -24,6 +24,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/internal/quota"
 	"github.com/orderflow/orderflow/internal/testkit"
 )
 
@@ -74,6 +75,10 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		return nil, err
 	}
 	if b.apiKey, err = apikeys.New(b.pool, apikeys.DefaultCacheTTL).Create(ctx, b.tenant); err != nil {
+		return nil, err
+	}
+	// The bench measures capacity: its tenant's request budget is not the limit.
+	if err := quota.NewStore(b.pool).Set(ctx, b.tenant, quota.Limit{Rate: 1e6, Burst: 1e6}); err != nil {
 		return nil, err
 	}
 	ring, err := payloadcodec.ParseKeyring(env["PAYLOAD_KEYS"])
@@ -137,7 +142,8 @@ func (b *bench) startWorker(requestsTopic string) error {
 		return err
 	}
 	b.ops, b.consuming = ops, requestsTopic
-	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops}, "http://"+ops+"/readyz")
+	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops,
+		"PAYMENTS_RATE": "0"}, "http://"+ops+"/readyz") // PAYMENTS_RATE: the sandbox is no account with a limit
 }
 
 // replaceWorker stops the running worker and starts another that consumes

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,11 +13,12 @@ import (
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/internal/quota"
 )
 
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader
 // per assigned partition, and the intake service that deduplicates events.
-func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, traces *tracing.Tracing, logger *slog.Logger) (*consumer.Consumer, error) {
+func newConsumer(ctx context.Context, c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, traces *tracing.Tracing, logger *slog.Logger) (*consumer.Consumer, error) {
 	group, err := kafkaclient.NewConsumerGroup(c.Kafka, c.Consumer.Group, c.RequestsTopic, logger)
 	if err != nil {
 		return nil, err
@@ -24,7 +26,14 @@ func newConsumer(c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.
 	readers := func(p int) consumer.PartitionReader {
 		return kafkaclient.NewPartitionReader(c.Kafka, c.RequestsTopic, p)
 	}
-	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue,
+	budget, err := quota.NewLimiter(c.TenantLimit, c.TenantLimitShares)
+	if err != nil {
+		return nil, err
+	}
+	go budget.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
+	opts := c.Consumer
+	opts.Budget = budget
+	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
 		Policy: c.Policy, Logger: logger, Codec: base.Codec}, c.Consumer.Group)
-	return consumer.New(c.Consumer, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
+	return consumer.New(opts, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

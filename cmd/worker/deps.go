@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -18,12 +19,12 @@ import (
 
 // newDeps builds what the worker runs on the process's connections: the
 // activities, the Kafka ingress and writers, the codec endpoint.
-func newDeps(c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (worker.Deps, error) {
+func newDeps(ctx context.Context, c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (worker.Deps, error) {
 	reg := base.Registry
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.Kafka, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.Kafka, c.DLQTopic)
-	cons, err := newConsumer(c, base, dlq, reg, traces, logger)
+	cons, err := newConsumer(ctx, c, base, dlq, reg, traces, logger)
 	if err != nil {
 		return worker.Deps{}, err
 	}
@@ -35,10 +36,12 @@ func newDeps(c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.L
 			return worker.Deps{}, err
 		}
 	}
-	metered := provider.Metered(traces.Transport(http.DefaultTransport), reg)
-	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, metered), events, reg, traces)
-	paced := provider.New(c.Payments, provider.Paced(metered, reconcile.ProviderRate))
-	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Policy), paced,
+	// One budget for every call this worker makes; reconcile passes take at most
+	// ProviderRate of it.
+	budget := provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg), float64(c.PaymentsRate))
+	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, budget), events, reg, traces)
+	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
+	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Fairness, c.Policy), paced,
 		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
 	return worker.Deps{
 		Logger:     logger,

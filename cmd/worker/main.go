@@ -73,7 +73,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	defer base.Close() // after worker.Run's ordered stop
-	deps, err := newDeps(c, base, traces, logger)
+	deps, err := newDeps(ctx, c, base, traces, logger)
 	if err != nil {
 		return err
 	}

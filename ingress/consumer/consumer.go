@@ -85,6 +85,15 @@ type Options struct {
 	RevokeBound time.Duration
 	// DrainTimeout bounds how long in-flight starts may take to finish on a stop.
 	DrainTimeout time.Duration
+	// Budget holds each tenant's events to its request budget (nil: none): an
+	// event over it waits, never dropped or dead-lettered, and gives its in-flight
+	// slot to the other tenants' events meanwhile.
+	Budget Budget
+}
+
+// Budget is each tenant's request budget (*quota.Limiter).
+type Budget interface {
+	Wait(ctx context.Context, tenant string) error
 }
 
 // Consumer is the Kafka ingress.
@@ -192,6 +201,9 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
+	if err := c.spend(ctx, ev.Tenant); err != nil {
+		return err
+	}
 	var out intake.Result
 	if ce := ev.CloudEvent; ce != nil {
 		out = c.intake.PlaceCloudEvent(ctx, ev.Tenant, ce.Source, ce.ID, ev.Order)
@@ -210,6 +222,26 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 		return out.Err
 	default: // never settle what was not placed
 		return fmt.Errorf("%s: unexpected intake outcome %d", ev, out.Kind)
+	}
+	return nil
+}
+
+// spend waits for the tenant's budget to allow one more event, with this
+// handler's slot given back meanwhile, so a tenant over its budget cannot hold
+// every slot. The slot is taken again before handling goes on.
+func (c *Consumer) spend(ctx context.Context, tenant string) error {
+	if c.opts.Budget == nil {
+		return nil
+	}
+	<-c.slots
+	began := time.Now()
+	err := c.opts.Budget.Wait(ctx, tenant)
+	c.slots <- struct{}{} // released by the partition when the message settles
+	if time.Since(began) > time.Millisecond {
+		c.m.budgetWaits.Inc()
+	}
+	if err != nil {
+		return fmt.Errorf("tenant %s over its budget: %w", tenant, err)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ type Metrics struct {
 	generation    prometheus.Gauge
 	owned         prometheus.Gauge
 	staleCommits  prometheus.Counter
+	budgetWaits   prometheus.Counter
 	outOfRange    *prometheus.CounterVec
 	lost          prometheus.Counter
 }
@@ -67,6 +68,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		staleCommits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "orderflow_consumer_commits_refused_stale_total", Help: "Offset commits the broker refused because the group had moved to another generation.",
 		}),
+		budgetWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_budget_waits_total", Help: "Events that waited for their tenant's request budget (TENANT_RATE, api limits set): never dropped or dead-lettered for it.",
+		}),
 		outOfRange: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orderflow_consumer_offset_out_of_range_total",
 			Help: "Times a partition's offset was outside what the broker holds: beyond_end (the topic was recreated or offsets restored from elsewhere; re-read from the first offset) or before_start (retention deleted events before they were read).",
@@ -77,6 +81,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.eventSeconds, m.startSeconds, m.lag, m.uncommitted,
-		m.rebalances, m.generation, m.owned, m.staleCommits, m.outOfRange, m.lost)
+		m.rebalances, m.generation, m.owned, m.staleCommits, m.budgetWaits, m.outOfRange, m.lost)
 	return m
 }

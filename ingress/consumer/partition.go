@@ -51,6 +51,9 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	p := &partition{c: c, gen: gen, id: a.ID, held: c.m.uncommitted.WithLabelValues(label), lag: c.m.lag.WithLabelValues(label),
 		results: make(chan result), work: work}
 	defer p.held.Set(0)
+	for _, position := range []string{"beyond_end", "before_start"} {
+		c.m.outOfRange.WithLabelValues(label, position) // at 0 from the start, so increase() sees the first
+	}
 
 	reader := c.readers(a.ID)
 	defer reader.Close()

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ type metrics struct {
 	replays       prometheus.Counter
 	conflicts     *prometheus.CounterVec
 	startDuration prometheus.Histogram
+	quotaRefused  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -47,8 +50,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "orderflow_workflow_start_duration_seconds", Help: "Latency of workflow starts from the API.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
+		quotaRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_quota_refused_total", Help: "Requests refused with 429 because their tenant's budget was spent.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.replays, m.conflicts, m.startDuration)
+	reg.MustRegister(m.requests, m.duration, m.replays, m.conflicts, m.startDuration, m.quotaRefused)
 	return m
 }
 
@@ -158,7 +164,8 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 				writeProblem(w, newProblem(kindUnauthorized, "send Authorization: Bearer <api key>"))
 				return
 			}
-			tenant, err := keys.Tenant(r.Context(), strings.TrimSpace(token))
+			client, _, _ := net.SplitHostPort(r.RemoteAddr)
+			tenant, err := keys.Tenant(apikeys.WithClient(r.Context(), client), strings.TrimSpace(token))
 			if err != nil {
 				if !errors.Is(err, apikeys.ErrUnauthorized) {
 					if !errors.Is(err, apikeys.ErrBusy) { // a flood of made-up keys is not an error of ours
@@ -177,6 +184,27 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, &tenantSlot{name: tenant})))
+		})
+	}
+}
+
+// limit spends one request of the tenant's budget, or refuses it with 429 before
+// anything is read or started: its Idempotency-Key stays unclaimed, usable on a
+// retry. Every answer carries the budget's state in the RateLimit-Policy and
+// RateLimit fields (draft-ietf-httpapi-ratelimit-headers).
+func limit(q Quota, m *metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d := q.Allow(tenantOf(r.Context()))
+			h := w.Header()
+			h.Set("RateLimit-Policy", fmt.Sprintf(`"tenant";q=%d;w=%d`, d.Quota, max(d.Window, 1)))
+			h.Set("RateLimit", fmt.Sprintf(`"tenant";r=%d;t=%d`, d.Remaining, d.Reset))
+			if !d.Allowed {
+				m.quotaRefused.Inc()
+				writeProblem(w, withRetry(newProblem(kindQuotaExceeded, "this tenant's request budget is spent; retry after Retry-After seconds with the same Idempotency-Key"), d.RetryAfter))
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }

@@ -26,6 +26,7 @@ const (
 	kindMethodNotAllowed kind = "method-not-allowed"
 	kindNotCancellable   kind = "not-cancellable"
 	kindUnavailable      kind = "unavailable"
+	kindQuotaExceeded    kind = "quota-exceeded"
 	kindInternal         kind = "internal"
 )
 
@@ -60,6 +61,8 @@ func (k kind) status() (int, string) {
 		return http.StatusConflict, "Order can no longer be cancelled"
 	case kindUnavailable:
 		return http.StatusServiceUnavailable, "Service temporarily unavailable"
+	case kindQuotaExceeded:
+		return http.StatusTooManyRequests, "Too many requests for this tenant"
 	}
 	return http.StatusInternalServerError, "Internal error"
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/internal/quota"
 )
 
 //go:embed openapi.yaml
@@ -25,6 +26,11 @@ var openapiSpec []byte
 // KeyStore resolves API keys to tenants.
 type KeyStore interface {
 	Tenant(ctx context.Context, key string) (string, error)
+}
+
+// Quota is each tenant's request budget (*quota.Limiter).
+type Quota interface {
+	Allow(tenant string) quota.Decision
 }
 
 // Intake places, reads and cancels orders.
@@ -38,14 +44,17 @@ type Intake interface {
 var (
 	_ KeyStore = (*apikeys.Store)(nil)
 	_ Intake   = (*intake.Requests)(nil)
+	_ Quota    = (*quota.Limiter)(nil)
 )
 
 // Deps are what the API needs.
 type Deps struct {
-	Logger       *slog.Logger
-	Registry     *prometheus.Registry
-	Keys         KeyStore
-	Intake       Intake
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	Keys     KeyStore
+	Intake   Intake
+	// Quota refuses a tenant's requests over its budget (nil: no budget).
+	Quota        Quota
 	MaxBodyBytes int64
 	// Tracing makes a server span of each request (nil: none).
 	Tracing *tracing.Tracing
@@ -82,6 +91,9 @@ func NewServer(d Deps) http.Handler {
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(authenticate(d.Keys, d.Logger))
+		if d.Quota != nil {
+			r.Use(limit(d.Quota, m))
+		}
 		r.Post("/orders", a.createOrder)
 		r.Get("/orders", a.listOrders)
 		r.Get("/orders/{id}", a.getOrder)

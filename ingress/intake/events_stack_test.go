@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/worker/workertest"
@@ -82,7 +83,7 @@ func TestRowAfterACrashHoldsTheBodyThatMadeTheOrder(t *testing.T) {
 	second.CustomerID = "cus_b"
 
 	dc, _ := payloadcodec.Converters(h.Codec)
-	started := intake.NewTemporal(h.Temporal, dc, h.Queue, workflows.Policy{})
+	started := intake.NewTemporal(h.Temporal, dc, h.Queue, fairness.Weights{}, workflows.Policy{})
 	if created, err := started.StartNew(ctx, first.Order("acme", order.WorkflowID("acme", order.FromEvent, eventID))); err != nil || !created {
 		t.Fatalf("first delivery's start: %v, %v", created, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
@@ -22,8 +23,10 @@ type Setup struct {
 	Pool      *pgxpool.Pool
 	Temporal  client.Client
 	TaskQueue string
-	Policy    workflows.Policy
-	Logger    *slog.Logger
+	// Fairness gives each order's tasks its tenant as their fairness key.
+	Fairness fairness.Weights
+	Policy   workflows.Policy
+	Logger   *slog.Logger
 	// Codec is the Temporal client's payload encryption (nil: none).
 	Codec *payloadcodec.Codec
 	// Intents reads an order's intent for what its customer must do (nil: orders
@@ -41,7 +44,7 @@ func (s Setup) workflows() *Temporal {
 	if s.Codec != nil {
 		dc, _ = payloadcodec.Converters(s.Codec)
 	}
-	return NewTemporal(s.Temporal, dc, s.TaskQueue, s.Policy)
+	return NewTemporal(s.Temporal, dc, s.TaskQueue, s.Fairness, s.Policy)
 }
 
 // NewAPI is the intake of the API process. keys is its idempotency store, which

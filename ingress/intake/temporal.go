@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -23,15 +24,16 @@ type Temporal struct {
 	c         client.Client
 	dc        converter.DataConverter // the client's, to read a workflow's input
 	taskQueue string
+	fair      fairness.Weights
 	policy    workflows.Policy
 }
 
 var _ Workflows = (*Temporal)(nil)
 
-// NewTemporal returns the workflows of the task queue, started with policy; dc is
-// the client's data converter.
-func NewTemporal(c client.Client, dc converter.DataConverter, taskQueue string, policy workflows.Policy) *Temporal {
-	return &Temporal{c: c, dc: dc, taskQueue: taskQueue, policy: policy}
+// NewTemporal returns the workflows of the task queue, started with policy, each
+// with its tenant as fairness key; dc is the client's data converter.
+func NewTemporal(c client.Client, dc converter.DataConverter, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Temporal {
+	return &Temporal{c: c, dc: dc, taskQueue: taskQueue, fair: fair, policy: policy}
 }
 
 // Placed returns the order the workflow runs, read from the input of its current
@@ -90,6 +92,7 @@ func (t *Temporal) startOptions(o order.Order, conflict enumspb.WorkflowIdConfli
 		WorkflowIDConflictPolicy:                 conflict,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
+		Priority:                                 t.fair.Priority(o.Tenant),
 	}
 }
 

@@ -12,11 +12,11 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -47,6 +48,15 @@ const (
 	// so no second process takes an event the first is still handling.
 	budget    = 10 * time.Second
 	claimHold = budget + 5*time.Second
+	// MaxReading bounds the bodies read at once, before any signature is checked:
+	// with MaxBodyBytes each, what anyone on the internet can make the API hold is
+	// MaxReading × 2 × MaxBodyBytes (32 MiB; a body of undeclared length may grow
+	// its buffer once). A delivery over it is told to come back (Stripe retries for
+	// three days) and its connection is closed.
+	MaxReading = 64
+	// readWithin bounds how long one body may take to arrive: a sender that holds
+	// its last byte gives its place back.
+	readWithin = 5 * time.Second
 )
 
 // Outcome is what handling an event did.
@@ -84,16 +94,44 @@ type Deps struct {
 	Orders   *orderstore.Store
 	Intents  Intents
 	Temporal Signaler
-	// TaskQueue is where the runs that follow a payment go.
+	// TaskQueue is where the runs that follow a payment go, with their tenant's
+	// Fairness.
 	TaskQueue string
+	Fairness  fairness.Weights
 	Logger    *slog.Logger
 	Registry  prometheus.Registerer
+}
+
+var errBusy = errors.New("too many bodies being read")
+
+// read reads the body within the budget: a place among MaxReading, at most
+// MaxBodyBytes, arriving within readWithin. A declared length over the cap is
+// refused before a byte is read.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
+	}
+	select {
+	case h.reading <- struct{}{}:
+	default:
+		return nil, errBusy
+	}
+	defer func() { <-h.reading }()
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readWithin))
+	size := r.ContentLength
+	if size < 0 || size > MaxBodyBytes {
+		size = 4 << 10
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead)) // no growth for a declared length
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return buf.Bytes(), err
 }
 
 // Handler serves POST /webhooks/stripe.
 type Handler struct {
 	Deps
-	events *prometheus.CounterVec
+	events  *prometheus.CounterVec
+	reading chan struct{} // a place per body being read
 }
 
 // New returns the handler; it needs at least one secret.
@@ -104,7 +142,7 @@ func New(d Deps) (*Handler, error) {
 	h := &Handler{Deps: d, events: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_webhook_deliveries_total",
 		Help: "Webhook deliveries by result: an outcome of handling, or why the delivery was refused or deferred.",
-	}, []string{"result"})}
+	}, []string{"result"}), reading: make(chan struct{}, MaxReading)}
 	d.Registry.MustRegister(h.events)
 	return h, nil
 }
@@ -115,9 +153,13 @@ var (
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := h.read(w, r)
 	var tooLarge *http.MaxBytesError
 	switch {
+	case errors.Is(err, errBusy):
+		w.Header().Set("Connection", "close") // its body is not read
+		h.retryLater(w, "busy")
+		return
 	case errors.As(err, &tooLarge):
 		h.refuse(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("event larger than %d bytes", MaxBodyBytes))
 		return
@@ -220,7 +262,7 @@ func (h *Handler) handle(ctx context.Context, ev stripe.Event) (string, Outcome,
 		return id, "", err
 	}
 	if aboutPaidCharge(ev.Type) && order.AfterPayment(o.Status) && o.PaymentRef == id {
-		return id, Followed, workflows.StartFollow(ctx, h.Temporal, h.TaskQueue, order.Order{ID: o.ID, Tenant: pi.Metadata["tenant"],
+		return id, Followed, workflows.StartFollow(ctx, h.Temporal, h.TaskQueue, h.Fairness, order.Order{ID: o.ID, Tenant: pi.Metadata["tenant"],
 			WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}, id, ev.ID)
 	}
 	if !waitsOnIntent(o.Status) || pi.Status == "requires_action" || pi.Status == "requires_confirmation" {

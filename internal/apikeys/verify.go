@@ -23,7 +23,21 @@ const (
 	// maxKnown bounds each cache (found keys, absent ids): past it, that cache
 	// starts over, so a flood of absent ids never evicts the keys in use.
 	maxKnown = 10000
+	// maxPerClient bounds the unknown ids one client address adds to a lookup:
+	// one address's flood leaves the rest of the round to the others.
+	maxPerClient = 50
+	// maxClients bounds the addresses counted in a round; past it, unknown ids
+	// wait for the next round.
+	maxClients = 10000
 )
+
+type clientKey struct{}
+
+// WithClient names the address a request comes from, for the per-client bound
+// of unknown keys' lookups.
+func WithClient(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, clientKey{}, addr)
+}
 
 // ErrBusy is a key that could not be checked because too many unknown keys are
 // waiting for their lookup: the caller may retry.
@@ -38,18 +52,22 @@ type row struct {
 	expires time.Time
 }
 
-// round is one lookup: the ids asked for until it runs.
+// round is one lookup: the ids asked for until it runs, and how many each client
+// address added.
 type round struct {
-	ids  map[string]bool
-	done chan struct{}
-	err  error
+	ids     map[string]bool
+	clients map[string]int
+	done    chan struct{}
+	err     error
 }
 
 // verifier checks keys against what Postgres said of their ids, kept for ttl:
 // a key's secret is compared, in constant time, with the hash it read, and ids
 // Postgres does not know are remembered as absent, so a wrong secret or a
 // made-up id is refused without another query. Unknown ids are looked up
-// together, one query per interval.
+// together, one query per interval, at most maxPerClient of one client address
+// in each. Ids found before whose entry expired are looked up in a lane of their
+// own, so a key in use never waits behind a flood of made-up ones.
 type verifier struct {
 	ttl      time.Duration
 	interval time.Duration
@@ -58,9 +76,19 @@ type verifier struct {
 	mu     sync.Mutex
 	found  map[string]row
 	absent map[string]row
-	next   *round
-	last   time.Time // when the last lookup began
+	lanes  [2]lane // unknown ids, and ids found before
 }
+
+// lane is a sequence of lookups, one per interval.
+type lane struct {
+	next *round
+	last time.Time // when the last lookup began
+}
+
+const (
+	unknownLane = 0
+	knownLane   = 1
+)
 
 func newVerifier(ttl, interval time.Duration, lookup func(context.Context, []string) (map[string]row, error)) *verifier {
 	return &verifier{ttl: ttl, interval: interval, lookup: lookup, found: map[string]row{}, absent: map[string]row{}}
@@ -83,7 +111,7 @@ func (v *verifier) Tenant(ctx context.Context, key string) (string, error) {
 			}
 			return r.tenant, nil
 		}
-		rd, err := v.ask(id)
+		rd, err := v.ask(id, clientOf(ctx))
 		v.mu.Unlock()
 		if err != nil {
 			return "", err
@@ -111,29 +139,49 @@ func (v *verifier) known(id string) (row, bool) {
 	return row{}, false
 }
 
-// ask adds id to the next lookup, starting it if none is waiting. v.mu is held.
-func (v *verifier) ask(id string) (*round, error) {
-	if v.next == nil {
-		v.next = &round{ids: map[string]bool{}, done: make(chan struct{})}
-		go v.run(v.next)
-	}
-	if !v.next.ids[id] && len(v.next.ids) >= maxLookupIDs {
-		return nil, ErrBusy
-	}
-	v.next.ids[id] = true
-	return v.next, nil
+func clientOf(ctx context.Context) string {
+	c, _ := ctx.Value(clientKey{}).(string)
+	return c
 }
 
-// run waits out the interval since the last lookup, then looks up the round's ids
-// in one query.
-func (v *verifier) run(rd *round) {
+// ask adds id to the next lookup of its lane, starting it if none is waiting: the
+// known lane for an id found before (bounded by maxKnown), the unknown one, with
+// its bounds, for the rest. v.mu is held.
+func (v *verifier) ask(id, client string) (*round, error) {
+	l := unknownLane
+	if _, ok := v.found[id]; ok {
+		l = knownLane
+	}
+	ln := &v.lanes[l]
+	if ln.next == nil {
+		ln.next = &round{ids: map[string]bool{}, clients: map[string]int{}, done: make(chan struct{})}
+		go v.run(l, ln.next)
+	}
+	rd := ln.next
+	if rd.ids[id] || l == knownLane {
+		rd.ids[id] = true
+		return rd, nil
+	}
+	if len(rd.ids) >= maxLookupIDs || client != "" && (rd.clients[client] >= maxPerClient ||
+		rd.clients[client] == 0 && len(rd.clients) >= maxClients) {
+		return nil, ErrBusy // a caller that names no address has the round's bound alone
+	}
+	rd.ids[id] = true
+	rd.clients[client]++
+	return rd, nil
+}
+
+// run waits out the interval since its lane's last lookup, then looks up the
+// round's ids in one query.
+func (v *verifier) run(l int, rd *round) {
 	v.mu.Lock()
-	wait := time.Until(v.last.Add(v.interval))
+	ln := &v.lanes[l]
+	wait := time.Until(ln.last.Add(v.interval))
 	v.mu.Unlock()
 	time.Sleep(wait)
 
 	v.mu.Lock()
-	v.next, v.last = nil, time.Now()
+	ln.next, ln.last = nil, time.Now()
 	ids := make([]string, 0, len(rd.ids))
 	for id := range rd.ids {
 		ids = append(ids, id)
@@ -153,6 +201,7 @@ func (v *verifier) run(rd *round) {
 			keep := v.found
 			if r.absent {
 				keep = v.absent
+				delete(v.found, id) // revoked: an unknown id again
 			}
 			if len(keep) >= maxKnown {
 				clear(keep)

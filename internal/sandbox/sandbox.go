@@ -90,6 +90,10 @@ type Faults struct {
 	// UnauthorizedMS answers every request 401 for this long after the faults are set
 	// (a rotated secret): nothing is saved.
 	UnauthorizedMS int `json:"unauthorized_ms"`
+	// RateLimitedMS answers every request 429 (code rate_limit, as the provider
+	// answers a burst over the account's limit) for this long after the faults
+	// are set: nothing is saved.
+	RateLimitedMS int `json:"rate_limited_ms"`
 }
 
 // Options configure a sandbox.
@@ -122,6 +126,8 @@ type Server struct {
 	disputes     []*Dispute
 	faults       Faults
 	unauthorized time.Time // 401 until then
+	rateLimited  time.Time // 429 until then
+	limited      int       // requests answered 429
 	// requests counts POSTs per idempotency key, answered or not.
 	requests  map[string]int
 	webhooks  Webhooks
@@ -191,6 +197,14 @@ func (s *Server) SetFaults(f Faults) {
 	defer s.mu.Unlock()
 	s.faults = f
 	s.unauthorized = time.Now().Add(time.Duration(f.UnauthorizedMS) * time.Millisecond)
+	s.rateLimited = time.Now().Add(time.Duration(f.RateLimitedMS) * time.Millisecond)
+}
+
+// RateLimited returns how many requests were answered 429.
+func (s *Server) RateLimited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }
 
 // Prune forgets every saved answer, as the provider does after its key TTL.
@@ -271,7 +285,11 @@ const (
 func (s *Server) gate(w http.ResponseWriter, op string) bool {
 	s.mu.Lock()
 	unauthorized := time.Now().Before(s.unauthorized)
-	unavailable := !unauthorized && s.faults.Unavailable > 0 && (s.faults.Only == "" || s.faults.Only == op)
+	limited := !unauthorized && time.Now().Before(s.rateLimited)
+	if limited {
+		s.limited++
+	}
+	unavailable := !unauthorized && !limited && s.faults.Unavailable > 0 && (s.faults.Only == "" || s.faults.Only == op)
 	if unavailable {
 		s.faults.Unavailable--
 	}
@@ -279,6 +297,9 @@ func (s *Server) gate(w http.ResponseWriter, op string) bool {
 	switch {
 	case unauthorized:
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "api_key_expired", "Invalid API Key provided.")
+		return false
+	case limited:
+		writeError(w, http.StatusTooManyRequests, "invalid_request_error", "rate_limit", "Request rate limit exceeded. Please retry after a short wait.")
 		return false
 	case unavailable:
 		writeError(w, http.StatusServiceUnavailable, "api_error", "sandbox_fault", "service unavailable (not saved)")

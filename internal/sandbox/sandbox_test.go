@@ -135,6 +135,15 @@ func TestSearchPruneAndCredentials(t *testing.T) {
 	if _, err := c.Charge(ctx, "k2", 100, "USD", "pm_card_visa", "ord_10"); err != nil {
 		t.Fatalf("after the credentials fault, the same key: %v", err)
 	}
+	sim.SetFaults(sandbox.Faults{RateLimitedMS: 200})
+	if _, err := c.Charge(ctx, "k3", 100, "USD", "pm_card_visa", "ord_11"); !errors.As(err, &perr) || perr.StatusCode != http.StatusTooManyRequests ||
+		!perr.Retryable() || sim.RateLimited() != 1 {
+		t.Fatalf("during the rate limit: %v, %d answered 429; want a retryable 429", err, sim.RateLimited())
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := c.Charge(ctx, "k3", 100, "USD", "pm_card_visa", "ord_11"); err != nil {
+		t.Fatalf("after the rate limit, the same key: %v", err)
+	}
 	// stripe-go refuses a key over 255 characters itself; the sandbox refuses it too.
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/charges", strings.NewReader("amount=100&currency=usd&source=pm_card_visa"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -144,7 +153,7 @@ func TestSearchPruneAndCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || len(sim.Charges("")) != 3 {
+	if resp.StatusCode != http.StatusBadRequest || len(sim.Charges("")) != 4 {
 		t.Fatalf("a 256-character key: %d, %d charges; want 400 and no new charge", resp.StatusCode, len(sim.Charges("")))
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/quota"
 	"go.temporal.io/sdk/client"
 )
 
@@ -122,8 +124,16 @@ type Common struct {
 	Temporal          client.Options
 	TemporalNamespace string
 	TaskQueue         string
-	ShutdownTimeout   time.Duration
-	LogLevel          string
+	// Fairness weighs the tenants' shares of the task queues (FAIRNESS_WEIGHTS).
+	Fairness fairness.Weights
+	// TenantLimit is every tenant's request budget unless it has its own
+	// (TENANT_RATE, TENANT_BURST); this process enforces 1/TenantLimitShares of
+	// each, and reads the tenants' own every TenantLimitsRefresh.
+	TenantLimit         quota.Limit
+	TenantLimitShares   int
+	TenantLimitsRefresh time.Duration
+	ShutdownTimeout     time.Duration
+	LogLevel            string
 	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
 	PayloadKeys *payloadcodec.Keyring
 }
@@ -140,6 +150,18 @@ func (e *Env) Common() Common {
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
+	var err error
+	c.Fairness, err = fairness.Parse(e.String("FAIRNESS_WEIGHTS", ""))
+	e.Invalid(err)
+	c.TenantLimit = quota.Limit{Rate: float64(e.Int("TENANT_RATE", 100)), Burst: e.Int("TENANT_BURST", 200)}
+	c.TenantLimitShares = e.Int("TENANT_LIMIT_SHARES", 1)
+	c.TenantLimitsRefresh = e.Duration("TENANT_LIMITS_REFRESH", 30*time.Second)
+	if err := c.TenantLimit.Valid(); err != nil {
+		e.Invalid(fmt.Errorf("TENANT_RATE, TENANT_BURST: %w", err))
+	}
+	if c.TenantLimitShares < 1 {
+		e.Invalid(fmt.Errorf("TENANT_LIMIT_SHARES must be at least 1, not %d", c.TenantLimitShares))
+	}
 	return c
 }
 

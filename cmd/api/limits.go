@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/cli"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/quota"
+)
+
+// limits is `api limits set|clear|list`: a tenant's own request budget, read by
+// every process within TENANT_LIMITS_REFRESH. It reads DATABASE_URL.
+func limits(ctx context.Context, getenv func(string) string, op, tenant string, l quota.Limit, args []string, stdout io.Writer) error {
+	switch {
+	case len(args) > 0:
+		return cli.Usagef("unexpected argument %q", args[0])
+	case op != "list" && !order.ValidTenant(tenant):
+		return cli.Usagef("want --tenant NAME")
+	case op == "set":
+		if err := l.Valid(); err != nil {
+			return cli.Usagef("want --rate over 0 and --burst of at least 1: %v", err)
+		}
+	}
+	e := config.New(getenv)
+	url := e.Required("DATABASE_URL")
+	if err := e.Err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	pool, err := database.Open(ctx, url, 2, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := quota.NewStore(pool)
+	switch op {
+	case "set":
+		if err := store.Set(ctx, tenant, l); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s: %g requests a second, bursts of %d, over the fleet\n", tenant, l.Rate, l.Burst)
+		return err
+	case "clear":
+		if err := store.Clear(ctx, tenant); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s: back on the default (TENANT_RATE, TENANT_BURST)\n", tenant)
+		return err
+	}
+	all, err := store.All(ctx)
+	for t, l := range all {
+		fmt.Fprintf(stdout, "%s\t%g/s\tburst %d\n", t, l.Rate, l.Burst)
+	}
+	return err
+}
