@@ -111,6 +111,9 @@ type Consumer struct {
 
 	failing atomic.Int64  // handlers currently retrying a transient failure
 	slots   chan struct{} // one per message in flight, over all partitions
+	// unslotted counts handlers that gave their slot back while they waited for
+	// their tenant's budget: the next handlers to finish keep theirs for them.
+	unslotted atomic.Int64
 }
 
 // New returns a consumer; Run drives it.
@@ -187,7 +190,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 // handle turns one message into at most one workflow start. A nil error means the
 // message is settled (started, duplicate, or dead-lettered) and may be committed.
-func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
+// unslotted is set once the message's handler has given its slot back (spend).
+func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool) error {
 	ev, err := Decode(m)
 	if err == nil {
 		var known bool
@@ -201,7 +205,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
-	if err := c.spend(ctx, ev.Tenant); err != nil {
+	if err := c.spend(ctx, ev.Tenant, unslotted); err != nil {
 		return err
 	}
 	var out intake.Result
@@ -227,16 +231,22 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message) error {
 }
 
 // spend waits for the tenant's budget to allow one more event, with this
-// handler's slot given back meanwhile, so a tenant over its budget cannot hold
-// every slot. The slot is taken again before handling goes on.
-func (c *Consumer) spend(ctx context.Context, tenant string) error {
+// handler's slot given back, so a tenant over its budget cannot hold every slot.
+// It goes on without taking one again: waiting for a slot here could wait on
+// fetchers that hold slots until their partition's window, full of waiting
+// events, moves. The next handler to finish keeps its slot for it instead
+// (releaseSlot), so the slots still count the handlers running.
+func (c *Consumer) spend(ctx context.Context, tenant string, unslotted *bool) error {
 	if c.opts.Budget == nil {
 		return nil
 	}
-	<-c.slots
+	if !*unslotted { // once per message, whatever its attempts
+		*unslotted = true
+		<-c.slots
+		c.unslotted.Add(1)
+	}
 	began := time.Now()
 	err := c.opts.Budget.Wait(ctx, tenant)
-	c.slots <- struct{}{} // released by the partition when the message settles
 	if time.Since(began) > time.Millisecond {
 		c.m.budgetWaits.Inc()
 	}
@@ -244,6 +254,21 @@ func (c *Consumer) spend(ctx context.Context, tenant string) error {
 		return fmt.Errorf("tenant %s over its budget: %w", tenant, err)
 	}
 	return nil
+}
+
+// releaseSlot gives a finished handler's slot back, unless a handler that gave
+// its own back while it waited runs on it.
+func (c *Consumer) releaseSlot() {
+	for {
+		n := c.unslotted.Load()
+		if n == 0 {
+			<-c.slots
+			return
+		}
+		if c.unslotted.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
 }
 
 // process retries handle with capped backoff until it settles the message or ctx
@@ -263,9 +288,10 @@ func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
 			c.failing.Add(-1)
 		}
 	}()
+	unslotted := false
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		err := c.handle(ctx, m)
+		err := c.handle(ctx, m, &unslotted)
 		if err == nil {
 			if attempt == 1 {
 				c.m.eventSeconds.Observe(time.Since(began).Seconds())

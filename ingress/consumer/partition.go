@@ -163,7 +163,7 @@ func (w *window) settle(r result) {
 func (p *partition) handle(m kafka.Message) {
 	go func() { // counted in the window's inflight, awaited by finish before runPartition returns
 		settled := p.c.process(p.work, m)
-		<-p.c.slots
+		p.c.releaseSlot()
 		p.results <- result{offset: m.Offset, settled: settled}
 	}()
 }

@@ -1,8 +1,11 @@
 package consumer
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -71,5 +74,63 @@ func TestWindowIsFullAtTheCapBehindItsOldestUnsettled(t *testing.T) {
 	w.settle(result{offset: 0, settled: true})
 	if w.full(max) || len(w.queue) != 2 {
 		t.Fatalf("after the oldest settled: full %v, queue %d; want false, 2", w.full(max), len(w.queue))
+	}
+}
+
+type blockingBudget struct{ release chan struct{} }
+
+func (b blockingBudget) Wait(ctx context.Context, _ string) error {
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Handlers that wait for their tenant's budget give their slots back, fetchers
+// take every slot, and the handlers still finish: none waits for a slot again,
+// and the slots count the handlers running throughout.
+func TestBudgetWaitsNeverDeadlockOnSlots(t *testing.T) {
+	budget := blockingBudget{release: make(chan struct{})}
+	c := &Consumer{opts: Options{Budget: budget}, slots: make(chan struct{}, 2), m: NewMetrics(prometheus.NewRegistry())}
+	done := make(chan struct{})
+	for range 2 {
+		c.slots <- struct{}{} // each handler holds one, as fetch gives it
+		go func() {
+			unslotted := false
+			if err := c.spend(context.Background(), "flood", &unslotted); err != nil {
+				t.Error(err)
+			}
+			if err := c.spend(context.Background(), "flood", &unslotted); err != nil { // a retry gives nothing back again
+				t.Error(err)
+			}
+			c.releaseSlot()
+			done <- struct{}{}
+		}()
+	}
+	// Two fetchers take the slots given back, and hold them.
+	for range 2 {
+		select {
+		case c.slots <- struct{}{}:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiting handlers did not give their slots back")
+		}
+	}
+	close(budget.release)
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a handler waits for a slot the fetchers hold")
+		}
+	}
+	if len(c.slots) != 2 || c.unslotted.Load() != 0 {
+		t.Fatalf("%d slots held, %d owed: want the fetchers' 2, none owed", len(c.slots), c.unslotted.Load())
+	}
+	c.releaseSlot()
+	c.releaseSlot()
+	if len(c.slots) != 0 {
+		t.Fatalf("%d slots held after every handler finished", len(c.slots))
 	}
 }
