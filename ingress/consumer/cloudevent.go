@@ -48,7 +48,7 @@ func Decode(m kafka.Message) (Event, error) {
 	if _, ok := header(m.Headers, ceHeaderPrefix+"specversion"); ok {
 		return decodeBinary(m)
 	}
-	if ct, ok := header(m.Headers, headerContentType); ok && mediaType(ct) == ceStructured {
+	if isStructured(m) {
 		return decodeStructured(m.Value)
 	}
 	return DecodeEvent(m.Value)
@@ -162,6 +162,12 @@ func cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, err
 		return Event{}, err
 	}
 	return Event{Tenant: tenant, Order: req, CloudEvent: &CloudEvent{Source: source, ID: id, Type: CloudEventType}}, nil
+}
+
+// isStructured reports a CloudEvent in structured mode: its content type says so.
+func isStructured(m kafka.Message) bool {
+	ct, ok := header(m.Headers, headerContentType)
+	return ok && mediaType(ct) == ceStructured
 }
 
 // header is the value of the first header named key.

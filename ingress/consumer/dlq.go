@@ -85,7 +85,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, cause error)
 func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, limit int, seal Sealer) (kafka.Message, error) {
 	reason := redact.Secrets(cause.Error())
 	if len(reason) > maxErrorText {
-		reason = strings.ToValidUTF8(reason[:maxErrorText], "") + "…"
+		reason = truncate(reason, maxErrorText) + "…"
 	}
 	provenance := []kafka.Header{
 		{Key: HeaderTopic, Value: []byte(m.Topic)},
@@ -120,7 +120,7 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 // attributes as dlq.ce_* headers: the value they sit in is sealed. A binary-mode
 // CloudEvent's ce_* headers are kept as they are.
 func structuredProvenance(m kafka.Message) []kafka.Header {
-	if ct, ok := header(m.Headers, headerContentType); !ok || mediaType(ct) != ceStructured {
+	if !isStructured(m) {
 		return nil
 	}
 	var attrs struct {
