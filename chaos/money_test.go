@@ -56,6 +56,31 @@ func (r *rig) paid(t *testing.T, n int) {
 	})
 }
 
+// forgetWorkflow deletes a closed workflow as Temporal's retention would.
+// Deletion is asynchronous in Temporal (a system workflow does it), and slow when
+// the server is busy: ask again every 10 s until the workflow is gone.
+func (r *rig) forgetWorkflow(t *testing.T, wf string) {
+	t.Helper()
+	ctx := context.Background()
+	asked := time.Time{}
+	stacktest.Eventually(t, 3*time.Minute, "Temporal to forget the workflow", func() bool {
+		_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return true
+		}
+		if time.Since(asked) > 10*time.Second {
+			asked = time.Now()
+			if _, err := r.Temporal.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
+				Namespace: r.Env["TEMPORAL_NAMESPACE"], WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wf},
+			}); err != nil && !errors.As(err, &nf) {
+				t.Logf("delete %s: %v", wf, err)
+			}
+		}
+		return false
+	})
+}
+
 // A client resends an old POST after everything but Postgres forgot it: its key's
 // record expired and was purged, Temporal deleted the closed workflow, and the
 // provider pruned its idempotency key. The order comes back from Postgres; nothing
@@ -77,25 +102,7 @@ func TestChaosResentAfterEveryoneElseForgot(t *testing.T) {
 	if _, err := r.Pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE tenant = $1 AND key = $2`, r.tenant, key); err != nil {
 		t.Fatal(err)
 	}
-	// Deletion is asynchronous in Temporal (a system workflow does it), and slow when
-	// the server is busy: ask again every 10 s until the workflow is gone.
-	asked := time.Time{}
-	stacktest.Eventually(t, 3*time.Minute, "Temporal to forget the workflow", func() bool {
-		_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return true
-		}
-		if time.Since(asked) > 10*time.Second {
-			asked = time.Now()
-			if _, err := r.Temporal.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
-				Namespace: r.Env["TEMPORAL_NAMESPACE"], WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wf},
-			}); err != nil && !errors.As(err, &nf) {
-				t.Logf("delete %s: %v", wf, err)
-			}
-		}
-		return false
-	})
+	r.forgetWorkflow(t, wf)
 	r.Sim.Prune()
 	// Days later the process that answered first, and the responses it keeps in
 	// memory, are long gone.

@@ -34,6 +34,11 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
 	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), OpsAddr: e.String("OPS_ADDR", ":9091"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
+	if c.IdempotencyTTL < 24*time.Hour {
+		// A client's retries of a day, and the provider's own keys (Stripe keeps
+		// them 24 h), must land on the record.
+		e.Invalid(fmt.Errorf("IDEMPOTENCY_TTL=%s: at least 24h", c.IdempotencyTTL))
+	}
 	if err := e.Err(); err != nil {
 		return c, err
 	}

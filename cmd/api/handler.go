@@ -4,9 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
@@ -21,21 +18,15 @@ import (
 	"github.com/orderflow/orderflow/internal/quota"
 )
 
-// newHandler builds the API's handler tree on the process's connections, and
-// starts the purges of the stores it owns (they stop with ctx).
+// newHandler builds the API's handler tree on the process's connections. The
+// workers prune what its stores leave (internal/retention).
 func newHandler(ctx context.Context, c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
 	reg := base.Registry
-	purged := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "orderflow_idempotency_keys_purged_total", Help: "Expired idempotency records deleted.",
-	})
-	reg.MustRegister(purged)
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
-	go idem.PurgeExpired(ctx, time.Minute, purged, logger)
 	intents := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
 	var hooks http.Handler
 	if len(c.WebhookSecrets) > 0 {
 		store := webhooks.NewStore(base.Pool)
-		go store.Purge(ctx, time.Hour, logger)
 		var err error
 		if hooks, err = webhooks.New(webhooks.Deps{Secrets: c.WebhookSecrets, Store: store, Ledger: ledger.New(base.Pool),
 			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,

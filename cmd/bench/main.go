@@ -81,6 +81,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	bins := fs.String("bin", ".stack/bin", "folder with the api, worker and paysim binaries")
 	out := fs.String("out", "bench/results", "folder of the JSON reports")
 	only := fs.String("only", "", "comma-separated scenario numbers to run (e.g. 1,5); all when empty")
+	rows := fs.Int("rows", 10_000_000, "rows scenario 10 adds to each of idempotency_keys, processed_events and orders")
+	stack := fs.String("stack", "scripts/stack", "the stack's script, which turns Temporal's fairness off and on (scenario 9)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -90,37 +92,35 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	b, err := setup(ctx, env, *bins, *n, *conc, stdout)
+	if err == nil {
+		b.stack, b.rows = *stack, *rows
+	}
 	if err != nil {
 		return err
 	}
 	defer b.close()
 
 	rep := Report{Time: time.Now().UTC(), Profile: env["ORDERFLOW_STACK_PROFILE"], Machine: machine(ctx, env["ORDERFLOW_STACK_PROFILE"]), N: *n, Concurrency: *conc}
-	add := func(r Result, err error) error {
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.Scenario, err)
-		}
-		rep.Results = append(rep.Results, r)
-		fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
-		return nil
-	}
 	steps := []struct {
 		id     string
-		run    func(context.Context) (Result, error)
+		run    func(context.Context) ([]Result, error)
 		starts bool // starts n orders that the worker then runs
 		// quiet: measured with no order worker running, so a start's CPU is the
 		// start's alone, not also that of running the orders started before it;
 		// they wait in the task queue until the next step starts the worker.
 		quiet bool
 	}{
-		{"1", b.baselineStart, true, true}, {"2", b.httpStart, true, true}, {"3", b.httpReplay, false, true},
-		{"4", b.consumeCommitEach, false, false}, {"4", b.consumeCommitBatched, false, false},
-		{"5", b.kafkaIngress, true, false}, {"6", b.endToEnd, true, false},
-		{"6", b.baselineOneActivity, false, false}, {"6", b.baselineOrderShape, false, false},
-		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }, false, false},
-		{"7", func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }, false, false},
-		{"8", b.restPost, false, false}, {"8", b.restWait, false, false}, {"8", b.restReplay, false, false},
-		{"8", b.restEvent, false, false}, {"8", b.restRawUpdateWithStart, false, false},
+		{"1", one(b.baselineStart), true, true}, {"2", one(b.httpStart), true, true}, {"3", one(b.httpReplay), false, true},
+		{"4", one(b.consumeCommitEach), false, false}, {"4", one(b.consumeCommitBatched), false, false},
+		{"5", one(b.kafkaIngress), true, false}, {"6", one(b.endToEnd), true, false},
+		{"6", one(b.baselineOneActivity), false, false}, {"6", one(b.baselineOrderShape), false, false},
+		{"7", one(func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }), false, false},
+		{"7", one(func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }), false, false},
+		{"8", one(b.restPost), false, false}, {"8", one(b.restWait), false, false}, {"8", one(b.restReplay), false, false},
+		{"8", one(b.restEvent), false, false}, {"8", one(b.restRawUpdateWithStart), false, false},
+		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, true) }, false, false},
+		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, false) }, false, false},
+		{"10", b.growth, false, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
@@ -130,12 +130,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		before := machineCPU()
-		r, err := step.run(ctx)
-		if r.N > 0 {
-			r.CPUPerOp = cpuPerOp(before, machineCPU(), r.N)
-		}
-		if err := add(r, err); err != nil {
+		rs, err := step.run(ctx)
+		if err != nil {
 			return err
+		}
+		if len(rs) == 1 && rs[0].N > 0 {
+			rs[0].CPUPerOp = cpuPerOp(before, machineCPU(), rs[0].N)
+		}
+		for _, r := range rs {
+			rep.Results = append(rep.Results, r)
+			fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
 		}
 		if step.starts {
 			b.started += *n
@@ -143,6 +147,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	rep.Resources = b.resources()
 	return finish(stdout, rep, *out)
+}
+
+// one adapts a scenario of one result to the steps' shape, naming it in its error.
+func one(f func(context.Context) (Result, error)) func(context.Context) ([]Result, error) {
+	return func(ctx context.Context) ([]Result, error) {
+		r, err := f(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Scenario, err)
+		}
+		return []Result{r}, nil
+	}
 }
 
 // stackEnv is the stack's env file, read as the tests read it: its values are not
@@ -324,6 +339,21 @@ func figures(rs []Result) []Figure {
 	raw, okRaw := find(rs, "8e. ")
 	if okWait && okRaw {
 		ratioOf("Prefer: wait p50 ms at rest (vs raw Update-with-Start)", wait.P50ms, raw.P50ms, 1.2, "≤ 1.2x")
+	}
+	fairRest, ok1 := find(rs, "9a. ")
+	fairDuring, ok2 := find(rs, "9b. ")
+	if ok1 && ok2 {
+		ratioOf("B's p50 ms during A's flood, fair task queues (vs B at rest)", fairDuring.P50ms, fairRest.P50ms, 2, "≤ 2x")
+	}
+	unfairDuring, ok3 := find(rs, "9e. ")
+	if ok2 && ok3 {
+		out = append(out, Figure{Name: "B's p99 ms during A's flood, fair task queues (vs without)", Value: fairDuring.P99ms,
+			Baseline: unfairDuring.P99ms, Ratio: math.Round(100*fairDuring.P99ms/unfairDuring.P99ms) / 100, Target: "-", Met: true})
+	}
+	fairA, ok1 := find(rs, "9c. ")
+	unfairA, ok2 := find(rs, "9f. ")
+	if ok1 && ok2 {
+		ratioOf("seconds to pay A's flood, fair task queues (vs without)", fairA.Seconds, unfairA.Seconds, 1.1, "≤ 1.1x")
 	}
 	return out
 }

@@ -69,12 +69,8 @@ func (b *bench) restReplay(ctx context.Context) (Result, error) {
 // 8d. One event on the requests topic until its order is PAID in Postgres.
 func (b *bench) restEvent(ctx context.Context) (Result, error) {
 	name := "8d. at rest: event → PAID"
-	if b.consuming != b.topics["requests"] {
-		b.group += "-rest"
-		b.procEnv["CONSUMER_GROUP"] = b.group
-		if err := b.replaceWorker(b.topics["requests"]); err != nil {
-			return Result{Scenario: name}, err
-		}
+	if err := b.consumeRequests("-rest"); err != nil {
+		return Result{Scenario: name}, err
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(b.kafka.Brokers...), Topic: b.topics["requests"], Balancer: &kafka.RoundRobin{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: b.kafka.Transport()}

@@ -104,8 +104,13 @@ func (b *bench) baselineStart(ctx context.Context) (Result, error) {
 }
 
 func (b *bench) post(key string, hdr map[string]string) (int, http.Header, []byte, error) {
+	return b.postAs(b.apiKey, key, hdr)
+}
+
+// postAs places an order with the API key of one tenant.
+func (b *bench) postAs(apiKey, key string, hdr map[string]string) (int, http.Header, []byte, error) {
 	req, _ := http.NewRequest(http.MethodPost, b.apiURL+"/v1/orders", strings.NewReader(orderJSON))
-	req.Header.Set("Authorization", "Bearer "+b.apiKey)
+	req.Header.Set("Authorization", "Bearer "+apiKey)
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
@@ -157,14 +162,7 @@ func (b *bench) httpReplay(ctx context.Context) (Result, error) {
 }
 
 func (b *bench) produce(ctx context.Context, topic string, value func(i int) []byte) error {
-	w := &kafka.Writer{Addr: kafka.TCP(b.kafka.Brokers...), Topic: topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: 5 * time.Millisecond, BatchSize: 500, Transport: b.kafka.Transport()}
-	defer w.Close()
-	msgs := make([]kafka.Message, b.n)
-	for i := range msgs {
-		msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(i)), Value: value(i)}
-	}
-	return w.WriteMessages(ctx, msgs...)
+	return b.produceN(ctx, topic, b.n, value)
 }
 
 // consume reads n messages with a plain kafka-go group reader, committing every
@@ -212,9 +210,15 @@ func (b *bench) consumeCommitBatched(ctx context.Context) (Result, error) {
 // 5. N pre-produced events through the worker's consumer: every workflow started
 // and every offset committed.
 func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
-	name := "5. Kafka ingress"
-	err := b.produce(ctx, b.topics["requests"], func(i int) []byte {
-		return []byte(fmt.Sprintf(`{"eventId":"kafka-%d","tenant":%q,"order":%s}`, i, b.tenant, orderJSON))
+	return b.ingress(ctx, "5. Kafka ingress", b.topics["requests"], "-ingress", "kafka")
+}
+
+// ingress produces n events (eventIds prefix-i) to topic, then has a worker of a
+// new consumer group (the bench's group plus suffix) turn them into workflows,
+// measured from the first start to the last, with every offset committed.
+func (b *bench) ingress(ctx context.Context, name, topic, suffix, prefix string) (Result, error) {
+	err := b.produce(ctx, topic, func(i int) []byte {
+		return []byte(fmt.Sprintf(`{"eventId":"%s-%d","tenant":%q,"order":%s}`, prefix, i, b.tenant, orderJSON))
 	})
 	if err != nil {
 		return Result{Scenario: name}, err
@@ -222,19 +226,19 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 	b.procEnv["CONSUMER_IN_FLIGHT"] = strconv.Itoa(b.conc) // the baseline's concurrency, over the 4 partitions
 	// A group of its own, and a worker that takes the first one's place: the fleet
 	// stays one worker, as in the baseline.
-	b.group += "-ingress"
+	b.group += suffix
 	b.procEnv["CONSUMER_GROUP"] = b.group
-	if err := b.replaceWorker(b.topics["requests"]); err != nil {
+	if err := b.replaceWorker(topic); err != nil {
 		return Result{Scenario: name}, err
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		n, span, err := idempotency.NewEvents(b.pool).Span(ctx, b.group)
+		n, span, err := idempotency.NewEvents(b.pool).Span(ctx, b.group, b.tenant)
 		if err != nil {
 			return Result{Scenario: name}, err
 		}
-		if n == b.n {
-			if err := b.waitCommitted(ctx); err != nil {
+		if n >= b.n {
+			if err := b.waitCommitted(ctx, topic); err != nil {
 				return Result{Scenario: name}, err
 			}
 			// From the first start to the last: the group join is not throughput.
@@ -250,15 +254,15 @@ func (b *bench) kafkaIngress(ctx context.Context) (Result, error) {
 	}
 }
 
-func (b *bench) waitCommitted(ctx context.Context) error {
+func (b *bench) waitCommitted(ctx context.Context, topic string) error {
 	cl := b.kafka.Client()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: b.group, Topics: map[string][]int{b.topics["requests"]: {0, 1, 2, 3}}})
+		resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: b.group, Topics: map[string][]int{topic: {0, 1, 2, 3}}})
 		if err != nil {
 			return err
 		}
 		var sum int64
-		for _, p := range resp.Topics[b.topics["requests"]] {
+		for _, p := range resp.Topics[topic] {
 			sum += max(p.CommittedOffset, 0)
 		}
 		if sum == int64(b.n) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -56,6 +57,12 @@ type bench struct {
 	rawWorker worker.Worker
 	started   int    // orders started so far, all of which must end PAID
 	consuming string // the requests topic of the running worker
+
+	other, otherKey string // scenario 9's tenant B and its API key (A is other+"-a")
+	flooded         int    // A's events so far
+	paymentsRate    string // the workers' PAYMENTS_RATE; "0" (none) unless set
+	stack           string // the stack's script
+	rows            int    // scenario 10's rows added to each grown table
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
@@ -66,6 +73,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		return nil, err
 	}
 	b.tenant, b.queue, b.group = "bench-"+b.run, "bench-"+b.run, "bench-"+b.run
+	b.other = "bench-other-" + b.run
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20, nil); err != nil {
@@ -92,7 +100,7 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{Connection: conn, Codec: payloadcodec.New(ring), Logger: logger}); err != nil {
 		return nil, err
 	}
-	for _, role := range []string{"events", "requests", "idle", "dlq", "plain"} {
+	for _, role := range []string{"events", "requests", "idle", "dlq", "plain", "growth-ge", "growth-gf"} {
 		b.topics[role] = "bench-" + role + "-" + b.run
 		if err := kafkaclient.CreateTopic(ctx, b.kafka, b.topics[role], 4, testkit.Replicas(env)); err != nil {
 			return nil, err
@@ -112,6 +120,8 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		"TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
 		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": "2s",
 		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc), "PAYMENTS_WEBHOOK_SECRETS": benchWebhookSecret,
+		// Scenario 10 prunes by itself, at the moment it measures.
+		"PRUNE_INTERVAL": "24h",
 	})
 	if err := b.start("paysim", map[string]string{"PAYSIM_ADDR": simAddr}, b.simURL+"/healthz"); err != nil {
 		return nil, err
@@ -142,8 +152,11 @@ func (b *bench) startWorker(requestsTopic string) error {
 		return err
 	}
 	b.ops, b.consuming = ops, requestsTopic
+	// PAYMENTS_RATE: the sandbox is no account with a limit, unless the scenario
+	// says otherwise (paymentsRate).
+	rate := cmp.Or(b.paymentsRate, "0")
 	return b.start(fmt.Sprintf("worker-%d", b.workerN), map[string]string{"REQUESTS_TOPIC": requestsTopic, "OPS_ADDR": ops,
-		"PAYMENTS_RATE": "0"}, "http://"+ops+"/readyz") // PAYMENTS_RATE: the sandbox is no account with a limit
+		"PAYMENTS_RATE": rate}, "http://"+ops+"/readyz")
 }
 
 // replaceWorker stops the running worker and starts another that consumes

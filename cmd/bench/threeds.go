@@ -98,6 +98,11 @@ func (b *bench) authenticatedToPaid(ctx context.Context, key string, slow bool) 
 
 // until polls cond every 5 ms until it holds or d passes.
 func (b *bench) until(ctx context.Context, d time.Duration, cond func() bool) error {
+	return b.poll(ctx, d, 5*time.Millisecond, cond)
+}
+
+// poll is until, asking every so often.
+func (b *bench) poll(ctx context.Context, d, every time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -106,7 +111,7 @@ func (b *bench) until(ctx context.Context, d time.Duration, cond func() bool) er
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 	return nil

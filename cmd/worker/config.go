@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/telemetry"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/internal/retention"
 	"github.com/orderflow/orderflow/worker"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -37,6 +38,10 @@ type cfg struct {
 	TenantCacheTTL time.Duration
 	Codec          codecauth.Options
 	Reconcile      reconcile.Options
+	// Retentions are how long each table keeps its rows; the fleet's leader
+	// prunes every PruneInterval.
+	Retentions    retention.Retentions
+	PruneInterval time.Duration
 }
 
 func loadConfig(getenv func(string) string) (cfg, error) {
@@ -64,7 +69,7 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		CommitInterval: e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
 	}
 	c.Payments = e.Payments(provider.DefaultTimeout)
-	c.PaymentsRate = e.Int("PAYMENTS_RATE", 90)
+	c.PaymentsRate = e.Count("PAYMENTS_RATE", 90)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	interval, refund := e.Reconcile()
 	c.Reconcile = reconcile.Options{Grace: interval, Overlap: 5 * time.Minute, FirstLookback: time.Hour, RefundOrphans: refund}
@@ -72,6 +77,14 @@ func loadConfig(getenv func(string) string) (cfg, error) {
 		Tokens: e.List("CODEC_TOKENS", ""), Issuer: e.String("CODEC_JWT_ISSUER", ""), Audience: e.String("CODEC_JWT_AUDIENCE", ""),
 		JWKS: e.String("CODEC_JWKS", ""), Namespace: c.TemporalNamespace, Origin: e.String("CODEC_CORS_ORIGIN", ""),
 	}
+	d := retention.Defaults
+	c.Retentions = retention.Retentions{
+		Events: e.Duration("EVENTS_RETENTION", d.Events), Webhooks: e.Duration("WEBHOOK_EVENTS_RETENTION", d.Webhooks),
+		Redrives: e.Duration("REDRIVES_RETENTION", d.Redrives), Findings: e.Duration("FINDINGS_RETENTION", d.Findings),
+		Orders: e.Duration("ORDERS_RETENTION", 0),
+	}
+	c.PruneInterval = e.Duration("PRUNE_INTERVAL", time.Minute)
+	e.Invalid(c.Retentions.Validate())
 	if err := e.Err(); err != nil {
 		return c, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -14,7 +15,15 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/internal/retention"
 	"github.com/orderflow/orderflow/worker"
+)
+
+// A pass deletes pruneBatch rows per statement, prunePause apart: short
+// statements that leave the tables' writers room.
+const (
+	pruneBatch = 5000
+	prunePause = 20 * time.Millisecond
 )
 
 // newDeps builds what the worker runs on the process's connections: the
@@ -43,6 +52,11 @@ func newDeps(ctx context.Context, c cfg, base *platform.Base, traces *tracing.Tr
 	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
 	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Fairness, c.Policy), paced,
 		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
+	// Every worker tries; one at a time leads (an advisory lock), and a pass on
+	// another worker waits for the next interval.
+	rules := c.Retentions.Rules()
+	go retention.NewPruner(base.Pool, rules, retention.Options{Batch: pruneBatch, Pause: prunePause}, retention.NewMetrics(reg, rules), logger).
+		Run(ctx, c.PruneInterval)
 	return worker.Deps{
 		Logger:     logger,
 		Temporal:   base.Temporal,

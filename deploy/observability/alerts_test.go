@@ -74,6 +74,10 @@ var alertCases = map[string]struct{ fires, quiet []string }{
 		fires: []string{`orderflow_consumer_offset_out_of_range_total{partition="0",position="beyond_end"} 0x50 1x10`},
 		quiet: []string{`orderflow_consumer_offset_out_of_range_total{partition="0",position="beyond_end"} 1x60`},
 	},
+	"OrderflowPruningBehind": {
+		fires: []string{`orderflow_retention_overdue_seconds{table="processed_events",instance="w1"} 7200x60`, `orderflow_retention_overdue_seconds{table="processed_events",instance="w2"} 0x60`},
+		quiet: []string{`orderflow_retention_overdue_seconds{table="processed_events",instance="w1"} 7200x20 0x40`, `orderflow_retention_overdue_seconds{table="idempotency_keys",instance="w1"} 60x60`},
+	},
 	"OrderflowReconcileDiscrepancies": {
 		fires: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0 0 0 1 1 1`},
 		quiet: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0x60`},

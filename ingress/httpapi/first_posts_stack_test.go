@@ -114,10 +114,12 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		for i := range posts {
 			wg.Go(func() { results[i] = h.post(t, tenant, fmt.Sprintf("held-%d-%d", round, i), body, nil) })
 		}
+		// At least: the lock holds every insert into orders, those of tests of
+		// other packages running beside this one too.
 		stacktest.Eventually(t, 20*time.Second, "the API's and the workflow's insert of every order to wait", func() bool {
 			return h.count(t, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
 				JOIN pg_stat_activity a ON a.pid = l.pid
-				WHERE c.relname = 'orders' AND NOT l.granted AND a.query LIKE '%INSERT INTO orders%'`) == 2*posts
+				WHERE c.relname = 'orders' AND NOT l.granted AND a.query LIKE '%INSERT INTO orders%'`) >= 2*posts
 		})
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)

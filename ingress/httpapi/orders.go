@@ -48,6 +48,11 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	out := a.Intake.Place(ctx, tenantOf(ctx), key, req, wait)
+	if !out.KeyExpires.IsZero() && (out.Kind == intake.Created || out.Kind == intake.Replayed) {
+		// When this key's record goes (IDEMPOTENCY_TTL): until then a retry is
+		// replayed; after it, the order the key made answers (docs/retention.md).
+		w.Header().Set("Idempotency-Key-Expires", out.KeyExpires.UTC().Format(http.TimeFormat))
+	}
 	switch out.Kind {
 	case intake.Created:
 		if out.StartTook > 0 {

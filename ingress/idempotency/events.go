@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
 // Events is the processed_events table: the Kafka ingress's dedup, per consumer
@@ -26,11 +28,15 @@ func NewEvents(pool *pgxpool.Pool) *Events { return &Events{pool: pool} }
 
 // Processed reports whether the group already turned the tenant's event into a
 // workflow, and the fingerprint it was recorded with (nil for rows older than
-// fingerprints).
-func (s *Events) Processed(ctx context.Context, group, tenant, eventID string) (bool, []byte, error) {
+// fingerprints). Past the event log's retention (EVENTS_RETENTION) the order the
+// event made, under workflowID, answers instead: a redelivery then is still that
+// order, never a second one.
+func (s *Events) Processed(ctx context.Context, group, tenant, eventID, workflowID string) (bool, []byte, error) {
 	var fp []byte
-	err := s.pool.QueryRow(ctx, `SELECT fingerprint FROM processed_events WHERE consumer_group = $1 AND tenant = $2 AND event_id = $3`,
-		group, tenant, eventID).Scan(&fp)
+	err := s.pool.QueryRow(ctx, `
+		(SELECT fingerprint FROM processed_events WHERE consumer_group = $1 AND tenant = $2 AND event_id = $3)
+		UNION ALL (`+orderstore.FingerprintOf("$2", "$4")+`)
+		LIMIT 1`, group, tenant, eventID, workflowID).Scan(&fp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil, nil
 	}
@@ -40,13 +46,13 @@ func (s *Events) Processed(ctx context.Context, group, tenant, eventID string) (
 	return true, fp, nil
 }
 
-// Span counts the group's processed events and the time from the first to the
-// last, in seconds.
-func (s *Events) Span(ctx context.Context, group string) (int, float64, error) {
+// Span counts the group's processed events of a tenant and the time from the
+// first to the last, in seconds.
+func (s *Events) Span(ctx context.Context, group, tenant string) (int, float64, error) {
 	var n int
 	var span float64
 	err := s.pool.QueryRow(ctx, `SELECT count(*), COALESCE(extract(epoch FROM max(processed_at) - min(processed_at)), 0)
-		FROM processed_events WHERE consumer_group = $1`, group).Scan(&n, &span)
+		FROM processed_events WHERE consumer_group = $1 AND tenant = $2`, group, tenant).Scan(&n, &span)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count processed events: %w", err)
 	}
@@ -86,7 +92,7 @@ func (s *Events) MarkProcessed(ctx context.Context, group, tenant, eventID strin
 	if m.err != nil || m.inserted {
 		return m.inserted, fingerprint, m.err
 	}
-	_, stored, err := s.Processed(ctx, group, tenant, eventID)
+	_, stored, err := s.Processed(ctx, group, tenant, eventID, workflowID)
 	return false, stored, err
 }
 

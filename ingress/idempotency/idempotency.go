@@ -8,13 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Outcome is what a keyed request came to, on either ingress. Claim answers
@@ -54,6 +52,10 @@ type Record struct {
 	// OrderRecorded (Claimed only): the orders table already has the workflow's
 	// order, made under an earlier record of the key that has since expired.
 	OrderRecorded bool
+	// Expires is when the record expires (Claimed and Replayed), by this
+	// process's clock: after it the key is pruned, and a request with it is
+	// judged by the order it made (intake).
+	Expires time.Time
 }
 
 // Store is the idempotency_keys table.
@@ -87,6 +89,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 	case err != nil:
 		return 0, Record{}, err
 	case claimed:
+		cur.Expires = time.Now().Add(s.ttl)
 		return Claimed, cur.Record, nil
 	case cur.expired:
 		cur, claimed, err = s.reclaim(ctx, tenant, key, fp.Value, workflowID, lease)
@@ -94,6 +97,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 			return 0, Record{}, err
 		}
 		if claimed {
+			cur.Expires = time.Now().Add(s.ttl)
 			return Claimed, cur.Record, nil
 		}
 	}
@@ -104,6 +108,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 			return 0, Record{}, fmt.Errorf("claim idempotency key: record vanished (%v)", err)
 		}
 	}
+	cur.Expires = time.Now().Add(time.Duration(cur.left * float64(time.Second)))
 	switch {
 	case !fp.Matches(cur.fingerprint):
 		return Mismatch, cur.Record, nil
@@ -238,6 +243,7 @@ func (s *Store) Complete(ctx context.Context, tenant, key string, fingerprint []
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
+	rec.Expires = time.Now().Add(time.Duration(left * float64(time.Second)))
 	if left >= replayMinLeft.Seconds() {
 		s.replays.put(tenant, key, rec, stored)
 	}
@@ -253,53 +259,4 @@ func (s *Store) Unlock(ctx context.Context, tenant, key string) error {
 		return fmt.Errorf("unlock idempotency key: %w", err)
 	}
 	return nil
-}
-
-// DeleteExpired removes up to limit expired records and returns how many went.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM idempotency_keys WHERE ctid IN (
-			SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT $1)`, limit)
-	if err != nil {
-		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
-	}
-	return tag.RowsAffected(), nil
-}
-
-// PurgeExpired runs Purge every interval until ctx ends, counting the rows in
-// purged. Correctness does not depend on it: an expired record is reclaimed on its
-// next use; it keeps the table from growing.
-func (s *Store) PurgeExpired(ctx context.Context, interval time.Duration, purged prometheus.Counter, logger *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := s.Purge(ctx, purgeBatch, purged)
-			if err != nil && ctx.Err() == nil {
-				logger.Warn("purge expired idempotency keys", "err", err, "purged", n)
-			} else if n > 0 {
-				logger.Info("purged expired idempotency keys", "count", n)
-			}
-		}
-	}
-}
-
-// purgeBatch keeps each delete short, so it never holds locks for long.
-const purgeBatch = 5000
-
-// Purge deletes expired records in batches of batch until a batch comes back short:
-// however many expired since the last run, one run removes them all.
-func (s *Store) Purge(ctx context.Context, batch int, purged prometheus.Counter) (int64, error) {
-	var total int64
-	for {
-		n, err := s.DeleteExpired(ctx, batch)
-		total += n
-		purged.Add(float64(n))
-		if err != nil || n < int64(batch) {
-			return total, err
-		}
-	}
 }

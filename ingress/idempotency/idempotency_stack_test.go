@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
@@ -117,37 +114,6 @@ func TestConcurrentFirstClaimsOneWins(t *testing.T) {
 			t.Fatalf("%s: %d claimed, %d in flight; want 1 and 15", key, claimed.Load(), inFlight.Load())
 		}
 	}
-}
-
-// One purge run removes every expired record, however many: 10,000 is 50 seconds of
-// a tenant adding 200 keys a second, which a purge of 1,000 rows every 5 minutes
-// (3 rows/s) could never keep up with.
-func TestPurgeKeepsUpWithInserts(t *testing.T) {
-	pool := stacktest.Pool(t)
-	ctx := context.Background()
-	tenant := stacktest.Name("tenant")
-	const n = 10000
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO idempotency_keys (tenant, key, fingerprint, workflow_id, response_status, response_body, expires_at)
-		SELECT $1, 'k' || i, '\x01'::bytea, 'wf', 202, '{}'::bytea, now() - interval '1 second'
-		FROM generate_series(1, $2) AS i`, tenant, n); err != nil {
-		t.Fatal(err)
-	}
-	purged := prometheus.NewCounter(prometheus.CounterOpts{Name: "purged"})
-	began := time.Now()
-	got, err := idempotency.New(pool, time.Hour, idempotency.DefaultReplayBytes).Purge(ctx, 1000, purged)
-	took := time.Since(began)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys WHERE tenant = $1`, tenant).Scan(&left); err != nil {
-		t.Fatal(err)
-	}
-	if left != 0 || got < n || testutil.ToFloat64(purged) != float64(got) {
-		t.Fatalf("purge removed %d (metric %v), %d of the tenant's %d expired rows left", got, testutil.ToFloat64(purged), left, n)
-	}
-	t.Logf("purged %d rows in %s: %.0f rows/s against an insert rate of 200/s", got, took.Round(time.Millisecond), float64(got)/took.Seconds())
 }
 
 // Concurrent MarkProcessed calls are written in shared batches, and each learns

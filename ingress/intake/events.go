@@ -40,7 +40,7 @@ func (s *Events) place(ctx context.Context, tenant, eventID, workflowID string, 
 	out := Result{OrderID: o.ID, Kind: Replayed}
 	// same: a row older than fingerprints (nil) counts as this event.
 	same := func(stored []byte) bool { return stored == nil || SameRequest(stored, req) }
-	done, stored, err := s.log.Processed(ctx, s.group, o.Tenant, eventID)
+	done, stored, err := s.log.Processed(ctx, s.group, o.Tenant, eventID, o.WorkflowID)
 	switch {
 	case err != nil:
 		return unavailable("event log", err)

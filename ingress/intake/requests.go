@@ -60,10 +60,12 @@ func (s *Requests) Place(ctx context.Context, tenant, key string, req Request, w
 		// Postgres outlives Temporal's retention and the key's record: an order that
 		// exists answers, and no workflow starts again for it.
 		if done, ok := s.existing(cctx, o, key, req); ok {
+			done.KeyExpires = rec.Expires
 			return done
 		}
 	}
-	out := Result{Kind: claim, OrderID: order.IDFor(rec.WorkflowID), Status: rec.Status, Body: rec.Body, RetryAfter: rec.RetryAfter}
+	out := Result{Kind: claim, OrderID: order.IDFor(rec.WorkflowID), Status: rec.Status, Body: rec.Body, RetryAfter: rec.RetryAfter,
+		KeyExpires: rec.Expires}
 	if claim != idempotency.Claimed {
 		return out // Replayed, Mismatch or InFlight
 	}

@@ -32,6 +32,9 @@ type Result struct {
 	Status     int
 	Body       []byte
 	RetryAfter time.Duration
+	// KeyExpires is when the Idempotency-Key's record expires (Created and
+	// Replayed by a key): zero when not known.
+	KeyExpires time.Time
 	StartTook  time.Duration // the plain workflow start's latency, when Created (0 when the start waited: Update-with-Start)
 	Err        error
 }
@@ -46,7 +49,7 @@ type KeyStore interface {
 
 // EventLog is the processed_events table.
 type EventLog interface {
-	Processed(ctx context.Context, group, tenant, eventID string) (bool, []byte, error)
+	Processed(ctx context.Context, group, tenant, eventID, workflowID string) (bool, []byte, error)
 	MarkProcessed(ctx context.Context, group, tenant, eventID string, fingerprint []byte, workflowID string) (bool, []byte, error)
 }
 

@@ -94,7 +94,7 @@ type fakeEvents struct {
 	reads int
 }
 
-func (f *fakeEvents) Processed(_ context.Context, group, tenant, id string) (bool, []byte, error) {
+func (f *fakeEvents) Processed(_ context.Context, group, tenant, id, _ string) (bool, []byte, error) {
 	f.reads++
 	fp, ok := f.seen[group+"/"+tenant+"/"+id]
 	return ok, fp, nil

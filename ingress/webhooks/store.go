@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,10 +18,6 @@ type Store struct {
 
 // NewStore returns the store on pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
-
-// Retention is how long an event's row is kept: past the provider's three days of
-// retries, so a late delivery is still known.
-const Retention = 7 * 24 * time.Hour
 
 // Claim records a delivery of the event and reports whether this process may
 // handle it: the event is new, or its last claim expired without an outcome
@@ -77,21 +72,4 @@ func (s *Store) Release(ctx context.Context, eventID string) error {
 		return fmt.Errorf("release webhook event %s: %w", eventID, err)
 	}
 	return nil
-}
-
-// Purge deletes the rows older than Retention every interval until ctx ends.
-func (s *Store) Purge(ctx context.Context, every time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := s.pool.Exec(ctx, `DELETE FROM webhook_events WHERE received_at < now() - make_interval(secs => $1)`,
-			Retention.Seconds()); err != nil && ctx.Err() == nil {
-			logger.Warn("purge webhook events", "err", err)
-		}
-	}
 }

@@ -72,6 +72,14 @@ func New(db DB) *Store { return &Store{db: db} }
 // same statement as its own write.
 const RecordedForKey = `EXISTS (SELECT 1 FROM orders o WHERE o.tenant = k.tenant AND o.workflow_id = k.workflow_id)`
 
+// FingerprintOf is the SQL query of the fingerprint of the order a workflow made
+// (NULL for orders from before fingerprints), for another store to ask in the
+// same statement as its own read; tenant and workflowID are the placeholders of
+// that statement's parameters.
+func FingerprintOf(tenant, workflowID string) string {
+	return `SELECT o.fingerprint FROM orders o WHERE o.tenant = ` + tenant + ` AND o.workflow_id = ` + workflowID
+}
+
 // CountByStatus counts the tenant's orders in a status.
 func (s *Store) CountByStatus(ctx context.Context, tenant string, status order.Status) (int, error) {
 	var n int

@@ -60,6 +60,20 @@ func (e *Env) Int(key string, def int) int {
 	return n
 }
 
+// Count returns the variable as a non-negative integer, or def: 0 means none.
+func (e *Env) Count(key string, def int) int {
+	v := e.String(key, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want 0 or a positive integer", key, v))
+		return def
+	}
+	return n
+}
+
 // Duration returns the variable as a non-negative Go duration ("25s", "1m"), or def.
 func (e *Env) Duration(key string, def time.Duration) time.Duration {
 	v := e.String(key, "")

@@ -8,7 +8,7 @@ import (
 
 func TestEnv(t *testing.T) {
 	vars := map[string]string{
-		"NAME": " api ", "N": "7", "BAD_N": "-1", "D": "3s", "BAD_D": "soon", "L": "a, b,,c",
+		"NAME": " api ", "N": "7", "ZERO": "0", "BAD_N": "-1", "BAD_C": "-2", "D": "3s", "BAD_D": "soon", "L": "a, b,,c",
 	}
 	e := New(func(k string) string { return vars[k] })
 
@@ -21,6 +21,9 @@ func TestEnv(t *testing.T) {
 	if got := e.Int("N", 1); got != 7 {
 		t.Errorf("Int = %d, want 7", got)
 	}
+	if got := e.Count("ZERO", 90); got != 0 {
+		t.Errorf("Count = %d, want 0 (none)", got)
+	}
 	if got := e.Duration("D", time.Second); got != 3*time.Second {
 		t.Errorf("Duration = %v", got)
 	}
@@ -32,10 +35,11 @@ func TestEnv(t *testing.T) {
 	}
 
 	e.Int("BAD_N", 1)
+	e.Count("BAD_C", 1)
 	e.Duration("BAD_D", time.Second)
 	e.Required("MISSING")
 	err := e.Err()
-	for _, want := range []string{"BAD_N", "BAD_D", "MISSING is required"} {
+	for _, want := range []string{"BAD_N", "BAD_C", "BAD_D", "MISSING is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Err() = %v, want it to mention %s", err, want)
 		}
