@@ -62,11 +62,14 @@ image:
 	@echo "images: $(REGISTRY)/orderflow-{api,worker,paysim}:$(VERSION)"
 
 ## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default;
-## PROFILE=cluster measures the cluster profile
+## ROWS: the rows scenario 10 adds to each grown table (10 million; about 15 minutes
+## and 12 GB); ONLY=1,5: those scenarios; PROFILE=cluster measures the cluster profile
 N ?= 500
 C ?= 16
+ROWS ?= 10000000
+ONLY ?=
 bench: stack-up
 	mkdir -p $(STACK)/bin
 	$(GO) build -o $(STACK)/bin/ ./cmd/api ./cmd/worker ./cmd/paysim ./cmd/bench
-	ORDERFLOW_STACK_ENV=$(STACK)/env $(STACK)/bin/bench -n $(N) -c $(C) -bin $(STACK)/bin -out bench/results
+	ORDERFLOW_STACK_ENV=$(STACK)/env $(STACK)/bin/bench -n $(N) -c $(C) -rows $(ROWS) -only '$(ONLY)' -bin $(STACK)/bin -out bench/results
 	$(GO) test -run '^$$' -bench . -benchmem ./ingress/...

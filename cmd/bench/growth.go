@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -30,14 +31,14 @@ func (b *bench) growth(ctx context.Context) ([]Result, error) {
 		out = append(out, rs...)
 		return err
 	}
-	if err := phase("a-c. tables as they are", "ge", "-ge"); err != nil {
+	if err := phase("tables as they are", "ge", "-ge"); err != nil {
 		return out, err
 	}
 	sizes, err := b.preload(ctx)
 	if err != nil {
 		return out, err
 	}
-	if err := phase(fmt.Sprintf("d-f. %s more rows in each table", count(b.rows)), "gf", "-gf"); err != nil {
+	if err := phase(fmt.Sprintf("%s more rows in each table", count(b.rows)), "gf", "-gf"); err != nil {
 		return out, err
 	}
 	prune, err := b.pruneUnderLoad(ctx)
@@ -95,14 +96,12 @@ func (b *bench) growthPhase(ctx context.Context, label, prefix, suffix string) (
 	if err := b.prepare(ctx, false); err != nil {
 		return out, err
 	}
-	before = machineCPU()
 	topic := b.topics["growth-"+prefix]
 	r, err = b.ingress(ctx, fmt.Sprintf("10%s. %s: Kafka ingress", letters[2], label), topic, suffix, prefix+"-"+b.run)
 	if err != nil {
 		return out, err
 	}
 	b.started += b.n
-	r.CPUPerOp = cpuPerOp(before, machineCPU(), b.n)
 	return append(out, r), nil
 }
 
@@ -151,26 +150,33 @@ func (b *bench) preload(ctx context.Context) (tableSizes, error) {
 	body := strings.Repeat("x", 420) // a stored 202's order, as long as one
 	statements := map[string]string{
 		"idempotency_keys": `INSERT INTO idempotency_keys (tenant, key, fingerprint, workflow_id, response_status, response_body, created_at, expires_at)
-			SELECT $1, 'key-' || i, sha224(i::text::bytea), 'order:' || $1 || ':http:key-' || i, 202, convert_to($3, 'UTF8'),
+			SELECT $1, 'key-' || i, sha224(i::text::bytea), 'order:' || $1 || ':http:key-' || i, 202, convert_to($4, 'UTF8'),
 			       now() - make_interval(secs => i % 86400), now() + make_interval(secs => 86400 - i % 86400)
-			FROM generate_series($4::bigint, $5) i`,
+			FROM generate_series($2::bigint, $3) i`,
 		"processed_events": `INSERT INTO processed_events (consumer_group, tenant, event_id, workflow_id, fingerprint, processed_at)
-			SELECT $2, $1, 'evt-' || i, 'order:' || $1 || ':evt-' || i, sha224(i::text::bytea),
+			SELECT $4, $1, 'evt-' || i, 'order:' || $1 || ':evt-' || i, sha224(i::text::bytea),
 			       now() - interval '15 days' - make_interval(secs => i % 86400)
-			FROM generate_series($4::bigint, $5) i`,
+			FROM generate_series($2::bigint, $3) i`,
 		"orders": `INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, payment_ref, fingerprint,
 			                    created_at, updated_at, paid_at)
 			SELECT 'ord_growth' || i, $1, 'order:' || $1 || ':http:key-' || i, 'cus_' || (i % 100000),
 			       '[{"sku":"sku-1","quantity":2,"unit_amount":1299}]'::jsonb, 2598, 'USD', 'PAID', 'pi_growth' || i, sha224(i::text::bytea),
 			       now() - make_interval(days => (i % 365)::int), now() - make_interval(days => (i % 365)::int),
 			       now() - make_interval(days => (i % 365)::int)
-			FROM generate_series($4::bigint, $5) i`,
+			FROM generate_series($2::bigint, $3) i`,
 	}
 	began := time.Now()
 	for _, t := range grown {
 		for from := 1; from <= b.rows; from += growthChunk {
 			to := min(from+growthChunk-1, b.rows)
-			if _, err := b.pool.Exec(ctx, statements[t], tenant, group, body, from, to); err != nil {
+			args := []any{tenant, from, to}
+			switch t {
+			case "idempotency_keys":
+				args = append(args, body)
+			case "processed_events":
+				args = append(args, group)
+			}
+			if _, err := b.pool.Exec(ctx, statements[t], args...); err != nil {
 				return nil, fmt.Errorf("preload %s: %w", t, err)
 			}
 			fmt.Fprintf(b.out, "  preload: %s %d/%d rows (%s)\n", t, to, b.rows, time.Since(began).Round(time.Second))
@@ -276,4 +282,36 @@ func (b *bench) bytesPerOrder(ctx context.Context, before tableSizes) (Result, e
 	notes = append(notes, fmt.Sprintf("Kafka request event %d", event))
 	r.Note = "bytes: PostgreSQL " + strings.Join(notes, ", ") + " (PostgreSQL's include indexes; the bench's preload bodies are 420 bytes)"
 	return r, nil
+}
+
+// growthFigures judge scenario 10: at the grown tables, the CPU per operation of
+// the processes that read and write them (PostgreSQL, and the API or the worker)
+// within 1.2x, and p99 within 1.5x, of the same operation on the tables as they
+// were; POSTs during a pruning pass within 1.5x of those without.
+func growthFigures(rs []Result) []Figure {
+	var out []Figure
+	judge := func(name string, v, base, limit float64, target string) {
+		if v > 0 && base > 0 {
+			r := math.Round(100*v/base) / 100
+			out = append(out, Figure{Name: name, Value: v, Baseline: base, Ratio: r, Target: target, Met: r <= limit})
+		}
+	}
+	for _, op := range []struct{ empty, full, what, process string }{
+		{"10a. ", "10d. ", "POST", "api"}, {"10b. ", "10e. ", "replay", "api"}, {"10c. ", "10f. ", "Kafka ingress", "worker"},
+	} {
+		e, ok1 := find(rs, op.empty)
+		f, ok2 := find(rs, op.full)
+		if !ok1 || !ok2 {
+			continue
+		}
+		cpu := func(r Result) float64 { return r.CPUPerOp[op.process] + r.CPUPerOp["postgres"] }
+		judge(fmt.Sprintf("%s CPU ms per operation, %s + PostgreSQL, grown tables (vs as they were)", op.what, op.process), cpu(f), cpu(e), 1.2, "≤ 1.2x")
+		judge(fmt.Sprintf("%s p99 ms, grown tables (vs as they were)", op.what), f.P99ms, e.P99ms, 1.5, "≤ 1.5x")
+	}
+	quiet, ok1 := find(rs, "10g. ")
+	during, ok2 := find(rs, "10h. ")
+	if ok1 && ok2 {
+		judge("POST p99 ms while a pass prunes (vs none)", during.P99ms, quiet.P99ms, 1.5, "≤ 1.5x")
+	}
+	return out
 }

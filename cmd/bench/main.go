@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if len(rs) == 1 && rs[0].N > 0 {
+		if len(rs) == 1 && rs[0].N > 0 && rs[0].CPUPerOp == nil {
 			rs[0].CPUPerOp = cpuPerOp(before, machineCPU(), rs[0].N)
 		}
 		for _, r := range rs {
@@ -185,7 +185,7 @@ func finish(stdout io.Writer, rep Report, out string) error {
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
 	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
-	rep.Figures = figures(rep.Results)
+	rep.Figures = append(figures(rep.Results), growthFigures(rep.Results)...)
 
 	printTable(stdout, rep)
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -231,6 +231,9 @@ func (b *bench) ingress(ctx context.Context, name, topic, suffix, prefix string)
 	if err := b.replaceWorker(topic); err != nil {
 		return Result{Scenario: name}, err
 	}
+	// The CPU from here: the worker that turns the events into starts is the
+	// one just started (the stopped one's time leaves the sums).
+	before := machineCPU()
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		n, span, err := idempotency.NewEvents(b.pool).Span(ctx, b.group, b.tenant)
@@ -245,6 +248,7 @@ func (b *bench) ingress(ctx context.Context, name, topic, suffix, prefix string)
 			res := result(name, b.n, time.Duration(span*float64(time.Second)), nil)
 			res.Note = fmt.Sprintf("4 partitions, CONSUMER_IN_FLIGHT=%s over them (the baseline's concurrency); first to last start; all offsets committed; %s",
 				b.procEnv["CONSUMER_IN_FLIGHT"], b.startShare(ctx))
+			res.CPUPerOp = cpuPerOp(before, machineCPU(), b.n)
 			return res, nil
 		}
 		if time.Now().After(deadline) {
