@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/cli"
@@ -51,8 +53,8 @@ func limits(ctx context.Context, getenv func(string) string, op, tenant string, 
 		return err
 	}
 	all, err := store.All(ctx)
-	for t, l := range all {
-		fmt.Fprintf(stdout, "%s\t%g/s\tburst %d\n", t, l.Rate, l.Burst)
+	for _, t := range slices.Sorted(maps.Keys(all)) {
+		fmt.Fprintf(stdout, "%s\t%g/s\tburst %d\n", t, all[t].Rate, all[t].Burst)
 	}
 	return err
 }
