@@ -30,6 +30,11 @@ func machineCPU() map[string]float64 {
 		if g == "postgres" && temporalsDatabase(e.Name()) {
 			g = "temporal db"
 		}
+		if g == "postgres" && postmaster(e.Name()) {
+			// Backends that exited (a pool closing idle connections, autovacuum
+			// workers) leave their time here, so the group's sum never falls.
+			cpu += reapedCPU(e.Name())
+		}
 		if e.Name() == self {
 			g = "load generator"
 		}
@@ -58,6 +63,34 @@ func procCPU(pid string) (comm string, seconds float64, ok bool) {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	stt, _ := strconv.ParseFloat(f[12], 64)
 	return s[open+1 : end], (ut + stt) / 100, true // USER_HZ
+}
+
+// reapedCPU is the CPU time in seconds of a process's children that have exited
+// (cutime and cstime, the 16th and 17th fields of /proc/<pid>/stat).
+func reapedCPU(pid string) float64 {
+	st, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(st)
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 || end+2 > len(s) {
+		return 0
+	}
+	f := strings.Fields(s[end+2:])
+	if len(f) <= 14 {
+		return 0
+	}
+	cu, _ := strconv.ParseFloat(f[13], 64)
+	cs, _ := strconv.ParseFloat(f[14], 64)
+	return (cu + cs) / 100
+}
+
+// postmaster says whether a postgres process is the server's parent, whose title
+// is its command line rather than "postgres: ...".
+func postmaster(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	return err == nil && !strings.HasPrefix(string(b), "postgres:")
 }
 
 // temporalsDatabase says whether a postgres backend serves one of Temporal's

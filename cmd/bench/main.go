@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	rep.Resources = b.resources()
-	return finish(stdout, rep, *out)
+	return finish(stdout, rep, *out, *only)
 }
 
 // one adapts a scenario of one result to the steps' shape, naming it in its error.
@@ -176,8 +176,9 @@ func stackEnv() (map[string]string, error) {
 }
 
 // finish adds the ratios and figures to the report, prints it and writes it to
-// the folder out, under its time and as the profile's latest.
-func finish(stdout io.Writer, rep Report, out string) error {
+// the folder out, under its time and as the profile's latest (of those
+// scenarios, when only some ran).
+func finish(stdout io.Writer, rep Report, out, only string) error {
 	ratio(rep.Results, "2. HTTP start", "1. baseline start")
 	ratio(rep.Results, "3. HTTP replay", "1. baseline start")
 	ratio(rep.Results, "4b. consume, batched in-order commits", "4a. consume, commit each message")
@@ -192,7 +193,11 @@ func finish(stdout io.Writer, rep Report, out string) error {
 		return fmt.Errorf("results folder: %w", err)
 	}
 	path := filepath.Join(out, rep.Time.Format("20060102T150405Z")+"-"+rep.Profile+".json")
-	latest := filepath.Join(out, "latest-"+rep.Profile+".json")
+	name := "latest-" + rep.Profile
+	if only != "" {
+		name += "-only-" + strings.ReplaceAll(only, ",", "-")
+	}
+	latest := filepath.Join(out, name+".json")
 	data, _ := json.MarshalIndent(rep, "", "  ")
 	for _, p := range []string{path, latest} {
 		if err := os.WriteFile(p, data, 0o644); err != nil {

@@ -9,7 +9,7 @@ import (
 
 // Release is this source's release: the newest in CHANGELOG.md, tagged on the
 // commit that makes it.
-const Release = "v1.3.0"
+const Release = "v1.4.0"
 
 // linked is set at link time: -ldflags "-X github.com/orderflow/orderflow/internal/platform/version.linked=v1.2.3".
 var linked string
