@@ -4,12 +4,8 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,19 +30,8 @@ func (r *rig) postOrder(t *testing.T, key string) (int, string) {
 // answered.
 func (r *rig) postBody(t *testing.T, key, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+r.apiKey)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var v struct{ ID string }
-	_ = json.Unmarshal(b, &v)
-	return resp.StatusCode, v.ID
+	status, id, _, _ := r.retry(t, key, body)
+	return status, id
 }
 
 func (r *rig) paid(t *testing.T, n int) {

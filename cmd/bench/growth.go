@@ -196,20 +196,14 @@ func (b *bench) pruneUnderLoad(ctx context.Context) ([]Result, error) {
 	if err := b.prepare(ctx, true); err != nil {
 		return nil, err
 	}
+	// post places orders at the run's concurrency, b.n at a time, until stop
+	// says so (once, when stop is nil).
 	post := func(prefix string, stop func() bool) ([]time.Duration, time.Duration, error) {
 		var i atomic.Int64
 		var lat []time.Duration
 		began := time.Now()
-		l, _, err := measure(b.n, b.conc, func(int) error {
-			code, _, body, err := b.post(fmt.Sprintf("%s-%s-%d", prefix, b.run, i.Add(1)), nil)
-			if err == nil && code != http.StatusAccepted {
-				err = fmt.Errorf("status %d: %s", code, body)
-			}
-			return err
-		})
-		lat = append(lat, l...)
-		for err == nil && stop != nil && !stop() {
-			l, _, err = measure(b.n, b.conc, func(int) error {
+		for {
+			l, _, err := measure(b.n, b.conc, func(int) error {
 				code, _, body, err := b.post(fmt.Sprintf("%s-%s-%d", prefix, b.run, i.Add(1)), nil)
 				if err == nil && code != http.StatusAccepted {
 					err = fmt.Errorf("status %d: %s", code, body)
@@ -217,9 +211,11 @@ func (b *bench) pruneUnderLoad(ctx context.Context) ([]Result, error) {
 				return err
 			})
 			lat = append(lat, l...)
+			if err != nil || stop == nil || stop() {
+				b.started += int(i.Load())
+				return lat, time.Since(began), err
+			}
 		}
-		b.started += int(i.Load())
-		return lat, time.Since(began), err
 	}
 	lat, took, err := post("gq", nil)
 	if err != nil {

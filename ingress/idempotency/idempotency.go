@@ -108,7 +108,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 			return 0, Record{}, fmt.Errorf("claim idempotency key: record vanished (%v)", err)
 		}
 	}
-	cur.Expires = time.Now().Add(time.Duration(cur.left * float64(time.Second)))
+	cur.Expires = expiresIn(cur.left)
 	switch {
 	case !fp.Matches(cur.fingerprint):
 		return Mismatch, cur.Record, nil
@@ -243,7 +243,7 @@ func (s *Store) Complete(ctx context.Context, tenant, key string, fingerprint []
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
-	rec.Expires = time.Now().Add(time.Duration(left * float64(time.Second)))
+	rec.Expires = expiresIn(left)
 	if left >= replayMinLeft.Seconds() {
 		s.replays.put(tenant, key, rec, stored)
 	}
@@ -259,4 +259,10 @@ func (s *Store) Unlock(ctx context.Context, tenant, key string) error {
 		return fmt.Errorf("unlock idempotency key: %w", err)
 	}
 	return nil
+}
+
+// expiresIn is when a record with left seconds to live (Postgres's count) expires,
+// by this process's clock.
+func expiresIn(left float64) time.Time {
+	return time.Now().Add(time.Duration(left * float64(time.Second)))
 }
