@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/orderflow/orderflow/internal/settings"
 	"log/slog"
 	"net/http"
 
@@ -20,7 +21,7 @@ import (
 
 // newHandler builds the API's handler tree on the process's connections. The
 // workers prune what its stores leave (internal/retention).
-func newHandler(ctx context.Context, c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
+func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
 	reg := base.Registry
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
 	intents := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))

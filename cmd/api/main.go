@@ -15,6 +15,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/settings"
 	"io"
 	"os"
 	"os/signal"
@@ -80,7 +82,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 
 // serve runs the API.
 func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	c, err := loadConfig(getenv)
+	c, err := settings.LoadAPI(config.New(getenv))
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

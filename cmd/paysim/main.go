@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/orderflow/orderflow/internal/settings"
 	"io"
 	"net"
 	"net/http"
@@ -38,33 +39,18 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := config.New(getenv)
-	addr := e.String("PAYSIM_ADDR", ":8099")
-	logger := telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
-	opts := sandbox.Options{
-		Faults: sandbox.Faults{
-			LatencyMS:  e.Int("PAYSIM_LATENCY_MS", 0),
-			FailBefore: e.Int("PAYSIM_FAIL_BEFORE", 0),
-			FailAfter:  e.Int("PAYSIM_FAIL_AFTER", 0),
-			DropAfter:  e.Int("PAYSIM_DROP_AFTER", 0),
-		},
-		KeyTTL:      e.Duration("PAYSIM_KEY_TTL", 24*time.Hour),
-		SearchDelay: e.Duration("PAYSIM_SEARCH_DELAY", time.Second),
-	}
-	hooks := sandbox.Webhooks{URL: e.String("PAYSIM_WEBHOOK_URL", ""), Secrets: e.List("PAYSIM_WEBHOOK_SECRETS", ""),
-		Duplicates: e.Int("PAYSIM_WEBHOOK_DUPLICATES", 1) - 1, DelayMS: e.Int("PAYSIM_WEBHOOK_DELAY_MS", 1)}
-	if err := e.Err(); err != nil {
+	c, err := settings.LoadPaysim(e)
+	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	if hooks.URL != "" && len(hooks.Secrets) == 0 {
-		return errors.New("configuration: PAYSIM_WEBHOOK_URL needs PAYSIM_WEBHOOK_SECRETS to sign with")
-	}
+	addr, logger := c.Addr, telemetry.NewLogger(stdout, c.LogLevel)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	sim := sandbox.New(logger, opts)
+	sim := sandbox.New(logger, c.Options)
 	defer sim.Close()
-	sim.SetWebhooks(hooks)
+	sim.SetWebhooks(c.Webhooks)
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/orderflow/orderflow/internal/settings"
 	"io"
 	"time"
 
@@ -52,7 +53,7 @@ func bootstrapCommand(getenv func(string) string, stdout io.Writer) cli.Command 
 func bootstrap(ctx context.Context, getenv func(string) string, l layout, stdout io.Writer) error {
 	e := config.New(getenv)
 	conn, cluster := e.Temporal(), e.Kafka()
-	events, requests, dlq := topics(e)
+	events, requests, dlq := settings.Topics(e)
 	interval, _ := e.Reconcile()
 	queue := e.String("TASK_QUEUE", "orders")
 	if err := e.Err(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/orderflow/orderflow/internal/settings"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +19,7 @@ import (
 
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader
 // per assigned partition, and the intake service that deduplicates events.
-func newConsumer(ctx context.Context, c cfg, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, traces *tracing.Tracing, logger *slog.Logger) (*consumer.Consumer, error) {
+func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, dlq *kafka.Writer, reg *prometheus.Registry, traces *tracing.Tracing, logger *slog.Logger) (*consumer.Consumer, error) {
 	group, err := kafkaclient.NewConsumerGroup(c.Kafka, c.Consumer.Group, c.RequestsTopic, logger)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/orderflow/orderflow/internal/settings"
 	"log/slog"
 	"net/http"
 	"time"
@@ -28,7 +29,7 @@ const (
 
 // newDeps builds what the worker runs on the process's connections: the
 // activities, the Kafka ingress and writers, the codec endpoint.
-func newDeps(ctx context.Context, c cfg, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (worker.Deps, error) {
+func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (worker.Deps, error) {
 	reg := base.Registry
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
 	events := kafkaclient.NewWriter(c.Kafka, c.EventsTopic)

@@ -12,6 +12,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/settings"
 	"io"
 	"os"
 	"os/signal"
@@ -57,7 +59,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 
 // serve runs the worker.
 func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	c, err := loadConfig(getenv)
+	c, err := settings.LoadWorker(config.New(getenv))
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

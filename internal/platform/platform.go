@@ -81,7 +81,7 @@ func MigrateCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 	return cli.Command{Name: "migrate", Summary: "apply the database migrations and exit (DATABASE_URL)",
 		Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			e := config.New(getenv)
-			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.String("LOG_LEVEL", "info"))
+			url, logger := e.Required("DATABASE_URL"), telemetry.NewLogger(stdout, e.Level())
 			if err := e.Err(); err != nil {
 				return fmt.Errorf("configuration: %w", err)
 			}

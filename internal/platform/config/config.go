@@ -22,16 +22,64 @@ import (
 type Env struct {
 	getenv func(string) string
 	errs   []error
+	vars   []Var
+	seen   map[string]bool
 }
+
+// Var is a setting a process read, as docs/configuration.md lists it.
+type Var struct {
+	Name string
+	// Kind is what the value must be ("duration", "boolean"...): a value of
+	// another kind is an error at start that names the variable.
+	Kind    string
+	Default string
+}
+
+// Kinds of value whose bad spellings are refused.
+const (
+	KindText     = "text"
+	KindRequired = "text, required"
+	KindInt      = "integer ≥ 1"
+	KindCount    = "integer ≥ 0"
+	KindDuration = "duration"
+	KindBool     = "boolean"
+	KindList     = "comma-separated list"
+	KindLevel    = "debug, info, warn or error"
+)
 
 // New returns an Env reading from getenv.
 func New(getenv func(string) string) *Env {
-	return &Env{getenv: getenv}
+	return &Env{getenv: getenv, seen: map[string]bool{}}
+}
+
+// Vars are the settings read so far, in the order first read.
+func (e *Env) Vars() []Var {
+	return e.vars
+}
+
+// Lookup reads a variable for another package's reader (Temporal's envconfig),
+// noting it as text.
+func (e *Env) Lookup(key string) (string, bool) {
+	e.note(key, KindText, "")
+	v := e.getenv(key)
+	return v, v != ""
+}
+
+func (e *Env) note(key, kind, def string) {
+	if !e.seen[key] {
+		e.seen[key] = true
+		e.vars = append(e.vars, Var{Name: key, Kind: kind, Default: def})
+	}
+}
+
+func (e *Env) read(key, kind, def string) string {
+	e.note(key, kind, def)
+	return strings.TrimSpace(e.getenv(key))
 }
 
 // String returns the variable, or def when it is unset or empty.
 func (e *Env) String(key, def string) string {
-	if v := strings.TrimSpace(e.getenv(key)); v != "" {
+	if v := e.read(key, KindText, def); v != "" {
 		return v
 	}
 	return def
@@ -39,7 +87,7 @@ func (e *Env) String(key, def string) string {
 
 // Required returns the variable and records an error when it is missing.
 func (e *Env) Required(key string) string {
-	v := e.String(key, "")
+	v := e.read(key, KindRequired, "")
 	if v == "" {
 		e.errs = append(e.errs, fmt.Errorf("%s is required", key))
 	}
@@ -48,7 +96,7 @@ func (e *Env) Required(key string) string {
 
 // Int returns the variable as a positive integer, or def.
 func (e *Env) Int(key string, def int) int {
-	v := e.String(key, "")
+	v := e.read(key, KindInt, strconv.Itoa(def))
 	if v == "" {
 		return def
 	}
@@ -62,7 +110,7 @@ func (e *Env) Int(key string, def int) int {
 
 // Count returns the variable as a non-negative integer, or def: 0 means none.
 func (e *Env) Count(key string, def int) int {
-	v := e.String(key, "")
+	v := e.read(key, KindCount, strconv.Itoa(def))
 	if v == "" {
 		return def
 	}
@@ -76,7 +124,7 @@ func (e *Env) Count(key string, def int) int {
 
 // Duration returns the variable as a non-negative Go duration ("25s", "1m"), or def.
 func (e *Env) Duration(key string, def time.Duration) time.Duration {
-	v := e.String(key, "")
+	v := e.read(key, KindDuration, durationString(def))
 	if v == "" {
 		return def
 	}
@@ -91,7 +139,7 @@ func (e *Env) Duration(key string, def time.Duration) time.Duration {
 // Bool returns the variable as Go parses a boolean (1, t, true, 0, f, false...),
 // or def.
 func (e *Env) Bool(key string, def bool) bool {
-	v := e.String(key, "")
+	v := e.read(key, KindBool, strconv.FormatBool(def))
 	if v == "" {
 		return def
 	}
@@ -117,12 +165,41 @@ func (e *Env) Reconcile() (interval time.Duration, refundOrphans bool) {
 // List returns the comma-separated variable, or def split the same way.
 func (e *Env) List(key, def string) []string {
 	var out []string
-	for _, s := range strings.Split(e.String(key, def), ",") {
+	v := e.read(key, KindList, def)
+	if v == "" {
+		v = def
+	}
+	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// Level returns LOG_LEVEL: debug, info (unset), warn or error, in any case.
+func (e *Env) Level() string {
+	v := strings.ToLower(e.read("LOG_LEVEL", KindLevel, "info"))
+	switch v {
+	case "":
+		return "info"
+	case "debug", "info", "warn", "error":
+		return v
+	}
+	e.errs = append(e.errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v))
+	return "info"
+}
+
+// durationString spells a default as a person would write it: 24h, not 24h0m0s.
+func durationString(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Err reports every invalid or missing variable seen so far.
@@ -160,7 +237,7 @@ func (e *Env) Common() Common {
 		Temporal:        e.Temporal(),
 		TaskQueue:       e.String("TASK_QUEUE", "orders"),
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 25*time.Second),
-		LogLevel:        e.String("LOG_LEVEL", "info"),
+		LogLevel:        e.Level(),
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
@@ -199,9 +276,35 @@ func (e *Env) Payments(timeout time.Duration) provider.Config {
 // Temporal reads the Temporal connection as Temporal's tools do (TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY, TEMPORAL_PROFILE...).
 func (e *Env) Temporal() client.Options {
+	// Noted first, so the table shows the defaults LoadConnection and envconfig
+	// apply.
+	e.note("TEMPORAL_CONFIG_FILE", KindText, "~/.config/temporalio/temporal.toml")
+	e.note("TEMPORAL_PROFILE", KindText, "default")
+	e.note("TEMPORAL_ADDRESS", KindText, "127.0.0.1:7233")
+	e.note("TEMPORAL_NAMESPACE", KindText, "default")
+	// envconfig ignores a boolean it cannot read: these are read here, as Go
+	// reads booleans, and handed on spelled as it expects.
+	bools := map[string]string{}
+	for _, k := range []string{"TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
+		if v := e.read(k, KindBool, ""); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", k, v))
+				continue
+			}
+			bools[k] = strconv.FormatBool(b)
+		}
+	}
 	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) {
-		v := e.getenv(k)
-		return v, v != ""
+		switch k {
+		case "TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION":
+			v, ok := bools[k]
+			return v, ok
+		case "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH":
+			// The CLI's remote codec: these processes encrypt with PAYLOAD_KEYS.
+			return "", false
+		}
+		return e.Lookup(k)
 	})
 	if err != nil {
 		e.errs = append(e.errs, err)
@@ -213,9 +316,9 @@ func (e *Env) Temporal() client.Options {
 // KAFKA_TLS_CA_PATH, KAFKA_TLS_CERT_PATH, KAFKA_TLS_KEY_PATH, KAFKA_TLS_SERVER_NAME,
 // KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD).
 func (e *Env) Kafka() kafkaclient.Cluster {
-	tlsOn := e.String("KAFKA_TLS", "false")
-	c, err := kafkaclient.NewCluster(e.List("KAFKA_BROKERS", "127.0.0.1:9092"), kafkaclient.Security{
-		TLS: tlsOn == "true" || tlsOn == "1", CAPath: e.String("KAFKA_TLS_CA_PATH", ""),
+	brokers := e.List("KAFKA_BROKERS", "127.0.0.1:9092")
+	c, err := kafkaclient.NewCluster(brokers, kafkaclient.Security{
+		TLS: e.Bool("KAFKA_TLS", false), CAPath: e.String("KAFKA_TLS_CA_PATH", ""),
 		CertPath: e.String("KAFKA_TLS_CERT_PATH", ""), KeyPath: e.String("KAFKA_TLS_KEY_PATH", ""),
 		ServerName: e.String("KAFKA_TLS_SERVER_NAME", ""), Mechanism: e.String("KAFKA_SASL_MECHANISM", ""),
 		Username: e.String("KAFKA_SASL_USERNAME", ""), Password: e.String("KAFKA_SASL_PASSWORD", ""),

@@ -1,4 +1,6 @@
-package main
+// Package settings is what each binary reads from its environment, and the table
+// of docs/configuration.md made from those readers.
+package settings
 
 import (
 	"fmt"
@@ -13,7 +15,8 @@ import (
 	"github.com/orderflow/orderflow/workflows"
 )
 
-type cfg struct {
+// API is the API's configuration.
+type API struct {
 	config.Common
 	Policy         workflows.Policy
 	Serve          httpapi.ServeOptions
@@ -27,9 +30,9 @@ type cfg struct {
 	WebhookSecrets []string
 }
 
-func loadConfig(getenv func(string) string) (cfg, error) {
-	e := config.New(getenv)
-	c := cfg{Common: e.Common(), Policy: intake.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
+// LoadAPI reads the API's settings, reporting every bad one at once.
+func LoadAPI(e *config.Env) (API, error) {
+	c := API{Common: e.Common(), Policy: intake.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
