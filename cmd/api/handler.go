@@ -31,7 +31,7 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		var err error
 		if hooks, err = webhooks.New(webhooks.Deps{Secrets: c.WebhookSecrets, Store: store, Ledger: ledger.New(base.Pool),
 			Orders: orderstore.New(base.Pool), Intents: intents, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-			Logger: logger, Registry: reg}); err != nil {
+			Logger: logger, Registry: reg, ProblemBase: c.ProblemBase}); err != nil {
 			return nil, err
 		}
 	} else {
@@ -49,6 +49,7 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
 			Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}, idem),
 		Quota:        limits,
+		ProblemBase:  c.ProblemBase,
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 		Tracing:      traces,
 		Webhooks:     hooks,

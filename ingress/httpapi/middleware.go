@@ -133,7 +133,7 @@ func recoverer(logger *slog.Logger) func(http.Handler) http.Handler {
 						panic(v)
 					}
 					logger.ErrorContext(r.Context(), "panic", "request_id", middleware.GetReqID(r.Context()), "panic", v)
-					writeProblem(w, newProblem(kindInternal, ""))
+					writeProblem(w, r, newProblem(kindInternal, ""))
 				}
 			}()
 			next.ServeHTTP(w, r)
@@ -161,7 +161,7 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 			scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="orderflow"`)
-				writeProblem(w, newProblem(kindUnauthorized, "send Authorization: Bearer <api key>"))
+				writeProblem(w, r, newProblem(kindUnauthorized, "send Authorization: Bearer <api key>"))
 				return
 			}
 			client, _, _ := net.SplitHostPort(r.RemoteAddr)
@@ -171,11 +171,11 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 					if !errors.Is(err, apikeys.ErrBusy) { // a flood of made-up keys is not an error of ours
 						logger.ErrorContext(r.Context(), "api key lookup failed", "err", err)
 					}
-					writeProblem(w, withRetry(newProblem(kindUnavailable, "cannot check the API key now"), 1))
+					writeProblem(w, r, withRetry(newProblem(kindUnavailable, "cannot check the API key now"), 1))
 					return
 				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="orderflow", error="invalid_token"`)
-				writeProblem(w, newProblem(kindUnauthorized, "the API key is not valid"))
+				writeProblem(w, r, newProblem(kindUnauthorized, "the API key is not valid"))
 				return
 			}
 			if slot, ok := r.Context().Value(tenantKey{}).(*tenantSlot); ok {
@@ -201,7 +201,7 @@ func limit(q Quota, m *metrics) func(http.Handler) http.Handler {
 			h.Set("RateLimit", fmt.Sprintf(`"tenant";r=%d;t=%d`, d.Remaining, d.Reset))
 			if !d.Allowed {
 				m.quotaRefused.Inc()
-				writeProblem(w, withRetry(newProblem(kindQuotaExceeded, "this tenant's request budget is spent; retry after Retry-After seconds with the same Idempotency-Key"), d.RetryAfter))
+				writeProblem(w, r, withRetry(newProblem(kindQuotaExceeded, "this tenant's request budget is spent; retry after Retry-After seconds with the same Idempotency-Key"), d.RetryAfter))
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -29,15 +30,15 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 	key, err := ParseIdempotencyKey(r.Header.Values("Idempotency-Key"))
 	switch {
 	case errors.Is(err, errKeyMissing):
-		writeProblem(w, newProblem(kindMissingKey, err.Error()))
+		writeProblem(w, r, newProblem(kindMissingKey, err.Error()))
 		return
 	case err != nil:
-		writeProblem(w, newProblem(kindMalformedKey, err.Error()))
+		writeProblem(w, r, newProblem(kindMalformedKey, err.Error()))
 		return
 	}
 	req, p := a.decodeOrder(w, r)
 	if p != nil {
-		writeProblem(w, *p)
+		writeProblem(w, r, *p)
 		return
 	}
 	wait := time.Duration(parsePreferWait(r.Header.Values("Prefer"))) * time.Second
@@ -53,6 +54,11 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		// replayed; after it, the order the key made answers (docs/retention.md).
 		w.Header().Set("Idempotency-Key-Expires", out.KeyExpires.UTC().Format(http.TimeFormat))
 	}
+	if wait > 0 && out.Kind == intake.Created {
+		// RFC 7240: the wait was honoured (the order finished in it, or it ran out);
+		// a replay answers what was stored, without waiting.
+		w.Header().Set("Preference-Applied", fmt.Sprintf("wait=%d", int(wait.Seconds())))
+	}
 	switch out.Kind {
 	case intake.Created:
 		if out.StartTook > 0 {
@@ -67,10 +73,10 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, out.Status, out.Body)
 	case intake.Mismatch:
 		a.m.conflicts.WithLabelValues("mismatch").Inc()
-		writeProblem(w, newProblem(kindKeyReused, "this Idempotency-Key was used with a different request body; use a new key"))
+		writeProblem(w, r, newProblem(kindKeyReused, "this Idempotency-Key was used with a different request body; use a new key"))
 	case intake.InFlight:
 		a.m.conflicts.WithLabelValues("in_flight").Inc()
-		writeProblem(w, withRetry(newProblem(kindInProgress, "retry after the first request completes"), int(out.RetryAfter.Seconds()+0.999)))
+		writeProblem(w, r, withRetry(newProblem(kindInProgress, "retry after the first request completes"), int(out.RetryAfter.Seconds()+0.999)))
 	default:
 		a.unavailable(w, r, out.Err)
 	}
@@ -108,7 +114,7 @@ func (a *api) decodeOrder(w http.ResponseWriter, r *http.Request) (intake.Reques
 func (a *api) getOrder(w http.ResponseWriter, r *http.Request) {
 	id, p := pathID(r)
 	if p != nil {
-		writeProblem(w, *p)
+		writeProblem(w, r, *p)
 		return
 	}
 	view, err := a.Intake.Get(r.Context(), tenantOf(r.Context()), id)
@@ -118,7 +124,7 @@ func (a *api) getOrder(w http.ResponseWriter, r *http.Request) {
 func (a *api) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	id, p := pathID(r)
 	if p != nil {
-		writeProblem(w, *p)
+		writeProblem(w, r, *p)
 		return
 	}
 	view, err := a.Intake.Cancel(r.Context(), tenantOf(r.Context()), id)
@@ -164,9 +170,9 @@ func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view wire.Order
 		resp, _ := json.Marshal(view)
 		writeJSON(w, http.StatusOK, resp)
 	case errors.Is(err, intake.ErrNotFound):
-		writeProblem(w, newProblem(kindNotFound, "no such order"))
+		writeProblem(w, r, newProblem(kindNotFound, "no such order"))
 	case errors.As(err, &nc):
-		writeProblem(w, newProblem(kindNotCancellable, nc.Error()))
+		writeProblem(w, r, newProblem(kindNotCancellable, nc.Error()))
 	default:
 		a.unavailable(w, r, err)
 	}
@@ -175,12 +181,12 @@ func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view wire.Order
 func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 	f, p := listFilter(r)
 	if p != nil {
-		writeProblem(w, *p)
+		writeProblem(w, r, *p)
 		return
 	}
 	views, next, err := a.Intake.List(r.Context(), tenantOf(r.Context()), f)
 	if errors.Is(err, intake.ErrBadCursor) {
-		writeProblem(w, fieldProblem(kindInvalidQuery, "cursor", "not a cursor from a previous page"))
+		writeProblem(w, r, fieldProblem(kindInvalidQuery, "cursor", "not a cursor from a previous page"))
 		return
 	}
 	if err != nil {
@@ -236,7 +242,7 @@ func (a *api) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" {
 		detail = what + " is unavailable; retry with the same Idempotency-Key"
 	}
-	writeProblem(w, withRetry(newProblem(kindUnavailable, detail), 2))
+	writeProblem(w, r, withRetry(newProblem(kindUnavailable, detail), 2))
 }
 
 func fieldProblem(k kind, field, detail string) problem {

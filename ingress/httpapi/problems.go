@@ -1,15 +1,18 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 )
 
-// kind is the stable identity of an error; its problem type URI is typeBase + kind.
+// kind is the stable identity of an error; its problem type URI is the problem
+// base (PROBLEM_BASE_URL) and the kind.
 type kind string
 
-const typeBase = "https://orderflow.dev/problems/"
+// DefaultProblemBase is the problem types' base unless one is configured.
+const DefaultProblemBase = "https://orderflow.dev/problems/"
 
 const (
 	kindUnauthorized     kind = "unauthorized"
@@ -81,10 +84,38 @@ type problem struct {
 
 func newProblem(k kind, detail string) problem {
 	status, title := k.status()
-	return problem{Type: typeBase + string(k), Title: title, Status: status, Detail: detail}
+	return problem{Type: string(k), Title: title, Status: status, Detail: detail}
 }
 
-func writeProblem(w http.ResponseWriter, p problem) {
+type problemBaseKey struct{}
+
+// problemTypes makes base the prefix of every problem type a request's answer
+// carries.
+func problemTypes(base string) func(http.Handler) http.Handler {
+	if base == "" {
+		base = DefaultProblemBase
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), problemBaseKey{}, base)))
+		})
+	}
+}
+
+// Kinds are every problem type the API answers, for their documentation.
+func Kinds() []string {
+	return []string{string(kindUnauthorized), string(kindMissingKey), string(kindMalformedKey), string(kindInvalidBody),
+		string(kindBodyTooLarge), string(kindUnsupportedMedia), string(kindInvalidQuery), string(kindInvalidPath),
+		string(kindKeyReused), string(kindInProgress), string(kindNotFound), string(kindMethodNotAllowed),
+		string(kindNotCancellable), string(kindUnavailable), string(kindQuotaExceeded), string(kindInternal)}
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
+	base, _ := r.Context().Value(problemBaseKey{}).(string)
+	if base == "" {
+		base = DefaultProblemBase
+	}
+	p.Type = base + p.Type
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")

@@ -58,6 +58,9 @@ type Deps struct {
 	MaxBodyBytes int64
 	// Tracing makes a server span of each request (nil: none).
 	Tracing *tracing.Tracing
+	// ProblemBase prefixes each problem's kind to make its type URL, where the
+	// kind is documented (docs/problems/); empty: DefaultProblemBase.
+	ProblemBase string
 	// Webhooks serves the payment provider's webhooks at /webhooks/stripe, outside
 	// /v1's API keys: it checks the provider's signature itself (nil: no route).
 	Webhooks http.Handler
@@ -68,9 +71,9 @@ func NewServer(d Deps) http.Handler {
 	m := newMetrics(d.Registry)
 	a := &api{Deps: d, m: m}
 	r := chi.NewRouter()
-	r.Use(requestID, observe(d.Logger, m), recoverer(d.Logger))
-	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeProblem(w, newProblem(kindNotFound, "no such route"))
+	r.Use(requestID, problemTypes(d.ProblemBase), observe(d.Logger, m), recoverer(d.Logger))
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		writeProblem(w, req, newProblem(kindNotFound, "no such route"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		var allow []string
@@ -80,7 +83,7 @@ func NewServer(d Deps) http.Handler {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeProblem(w, newProblem(kindMethodNotAllowed, req.Method+" is not allowed here; Allow lists what is"))
+		writeProblem(w, req, newProblem(kindMethodNotAllowed, req.Method+" is not allowed here; Allow lists what is"))
 	})
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")

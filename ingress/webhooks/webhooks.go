@@ -100,6 +100,19 @@ type Deps struct {
 	Fairness  fairness.Weights
 	Logger    *slog.Logger
 	Registry  prometheus.Registerer
+	// ProblemBase prefixes a refusal's kind to make its problem type URL (empty:
+	// httpapi's default).
+	ProblemBase string
+}
+
+// ProblemKinds are the problem types the endpoint answers, for their
+// documentation.
+func ProblemKinds() []string {
+	var out []string
+	for _, r := range []string{"busy", "too_large", "unreadable", "stale", "bad_signature", "malformed", "store_unavailable", "in_progress", "retry"} {
+		out = append(out, "webhook-"+r)
+	}
+	return out
 }
 
 var errBusy = errors.New("too many bodies being read")
@@ -328,11 +341,18 @@ func (h *Handler) retryLater(w http.ResponseWriter, result string) {
 	h.refuse(w, http.StatusServiceUnavailable, result, "try again later")
 }
 
+func (h *Handler) problemBase() string {
+	if h.ProblemBase != "" {
+		return h.ProblemBase
+	}
+	return "https://orderflow.dev/problems/"
+}
+
 func (h *Handler) refuse(w http.ResponseWriter, status int, result, detail string) {
 	h.events.WithLabelValues(result).Inc()
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"type": "https://orderflow.dev/problems/webhook-" + result, "title": http.StatusText(status), "status": status, "detail": detail,
+		"type": h.problemBase() + "webhook-" + result, "title": http.StatusText(status), "status": status, "detail": detail,
 	})
 }

@@ -4,6 +4,8 @@ package settings
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
@@ -28,6 +30,9 @@ type API struct {
 	// waits on its customer.
 	Payments       provider.Config
 	WebhookSecrets []string
+	// ProblemBase is where the problem types are documented: each type's URL is
+	// it and the kind.
+	ProblemBase string
 }
 
 // LoadAPI reads the API's settings, reporting every bad one at once.
@@ -36,6 +41,10 @@ func LoadAPI(e *config.Env) (API, error) {
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
+	c.ProblemBase = e.String("PROBLEM_BASE_URL", httpapi.DefaultProblemBase)
+	if u, err := url.Parse(c.ProblemBase); err != nil || !u.IsAbs() || u.Host == "" || !strings.HasSuffix(c.ProblemBase, "/") && !strings.HasSuffix(c.ProblemBase, "#") {
+		e.Invalid(fmt.Errorf("PROBLEM_BASE_URL=%q: want an absolute URL ending in / or #", c.ProblemBase))
+	}
 	c.Serve = httpapi.ServeOptions{Addr: e.String("API_ADDR", ":8080"), OpsAddr: e.String("OPS_ADDR", ":9091"), DrainDelay: e.Duration("DRAIN_DELAY", 2*time.Second), ShutdownTimeout: c.ShutdownTimeout}
 	if c.IdempotencyTTL < 24*time.Hour {
 		// A client's retries of a day, and the provider's own keys (Stripe keeps

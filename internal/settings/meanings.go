@@ -43,6 +43,7 @@ func meanings() map[string]string {
 		"PAYMENTS_TIMEOUT":                       "timeout of one provider request (Stripe's libraries wait 80 s)",
 		"PAYMENTS_RETURN_URL":                    "where a customer comes back to after 3-D Secure; with it an order's `next_action` is a redirect URL, without it Stripe.js's client secret. It is one of the confirm's parameters: change it only with no confirm in flight",
 		"PAYMENTS_WEBHOOK_SECRETS":               "the webhook endpoint's signing secrets (`whsec_…`, secret): both while a rotation overlaps. Unset: no `/webhooks/stripe`, and orders waiting on their intent rely on the poll alone",
+		"PROBLEM_BASE_URL":                       "where the problem types are documented: each problem's `type` is this and its kind (`…/quota-exceeded`); point it at a copy of [docs/problems](problems/README.md), e.g. `https://github.com/ORG/orderflow/blob/main/docs/problems/README.md#`",
 		"API_ADDR":                               "public listen address: /v1, /openapi.yaml and /webhooks/stripe",
 		"OPS_ADDR":                               "the ops listener, off the public network: /healthz, /readyz, /metrics",
 		"DRAIN_DELAY":                            "time between /readyz turning 503 and the listener closing",

@@ -65,6 +65,7 @@ func TestEveryBadValueIsAnErrorNamingItsVariable(t *testing.T) {
 	checked := map[string]string{
 		"FAIRNESS_WEIGHTS": "acme=0", "KAFKA_SASL_MECHANISM": "GSSAPI", "PAYLOAD_KEYS": "k1:c2hvcnQ=",
 		"EVENTS_RETENTION": "1h", "IDEMPOTENCY_TTL": "1h", "RECONCILE_INTERVAL": "10ms",
+		"PROBLEM_BASE_URL": "orderflow.dev/problems",
 	}
 	tried := 0
 	for _, p := range Processes() {
