@@ -4,12 +4,12 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"github.com/orderflow/orderflow/client"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,43 +122,61 @@ func (r *rig) expect(workflowID string) {
 	r.keys = append(r.keys, workflowID)
 }
 
-// post sends one POST and returns its status and Retry-After.
-func (r *rig) post(key string) (int, int, error) {
-	addr := r.apiAddr
-	if n := len(r.fleetAPIs); n > 0 {
-		addr = r.fleetAPIs[r.next.Add(1)%int64(n)]
+// rotate sends each request to the rig's API, or round-robin to its fleet's.
+type rotate struct{ r *rig }
+
+func (t rotate) RoundTrip(req *http.Request) (*http.Response, error) {
+	addr := t.r.apiAddr
+	if n := len(t.r.fleetAPIs); n > 0 {
+		addr = t.r.fleetAPIs[t.r.next.Add(1)%int64(n)]
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/orders", strings.NewReader(orderJSON))
-	req.Header.Set("Authorization", "Bearer "+r.apiKey)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	return resp.StatusCode, ra, nil
+	req = req.Clone(req.Context())
+	req.URL.Host, req.Host = addr, addr
+	return http.DefaultTransport.RoundTrip(req)
 }
 
-// order is a client that retries one order until the API accepts it, as a careful
-// client would: same key, honouring Retry-After, through broken connections.
+// client is orderflow's client on the rig's API key, retrying as it does by
+// default for up to 3 minutes (attempts at most: MaxAttempts).
+func (r *rig) client(maxAttempts int) *client.Client {
+	c, err := client.New(client.Options{BaseURL: "http://api.invalid", APIKey: r.apiKey, MaxAttempts: maxAttempts,
+		MaxElapsed: 3 * time.Minute, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: rotate{r}}})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// rigOrder is orderJSON as the client sends it.
+func rigOrder() client.OrderRequest {
+	var req client.OrderRequest
+	if err := json.Unmarshal([]byte(orderJSON), &req); err != nil {
+		panic(err)
+	}
+	return req
+}
+
+// post sends one POST and returns its status and Retry-After.
+func (r *rig) post(key string) (int, int, error) {
+	placed, err := r.client(1).PlaceOrder(context.Background(), rigOrder(), client.WithKey(key))
+	var p *client.Problem
+	switch {
+	case errors.As(err, &p):
+		return p.Status, int(p.RetryAfter.Seconds()), nil
+	case err != nil:
+		return 0, 0, err
+	case placed.Finished:
+		return http.StatusCreated, 0, nil
+	}
+	return http.StatusAccepted, 0, nil
+}
+
+// order places one order as a careful client does, with orderflow's client: the
+// same key on every attempt, honouring Retry-After, through broken connections.
 func (r *rig) order(t *testing.T, key string) {
 	r.expect(order.WorkflowID(r.tenant, order.FromHTTP, key))
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		status, retryAfter, err := r.post(key)
-		switch {
-		case err == nil && (status == 201 || status == 202):
-			return
-		case err == nil && status != 409 && status != 429 && status != 503:
-			t.Errorf("POST %s: unexpected status %d", key, status)
-			return
-		}
-		time.Sleep(time.Duration(min(max(retryAfter, 1), 2)) * 500 * time.Millisecond)
+	if _, err := r.client(1000).PlaceOrder(context.Background(), rigOrder(), client.WithKey(key)); err != nil {
+		t.Errorf("POST %s: %v", key, err)
 	}
-	t.Errorf("POST %s: not accepted within 3 minutes", key)
 }
 
 // writer has its own transport (see consumer tests): the default one caches metadata.

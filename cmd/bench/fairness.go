@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -139,14 +138,11 @@ func (b *bench) tenantOrders(ctx context.Context, prefix string, n int) ([]time.
 	for i := range n {
 		t := time.Now()
 		key := fmt.Sprintf("%s-%s-%d", b.run, prefix, i)
-		code, _, body, err := b.postAs(b.otherKey, key, map[string]string{"Prefer": "wait=60"})
-		switch {
-		case err != nil:
+		placed, err := b.placeAs(b.otherKey, key, 60*time.Second)
+		if err != nil {
 			return nil, err
-		case code != http.StatusCreated && code != http.StatusAccepted:
-			return nil, fmt.Errorf("POST: %d %s", code, body)
 		}
-		id := order.IDFor(order.WorkflowID(b.other, order.FromHTTP, key))
+		id := placed.ID
 		err = b.poll(ctx, 10*time.Minute, 20*time.Millisecond, func() bool {
 			o, err := orderstore.New(b.pool).Get(ctx, b.other, id)
 			return err == nil && o.Status == order.StatusPaid

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,11 +62,7 @@ func (b *bench) growthPhase(ctx context.Context, label, prefix, suffix string) (
 	var out []Result
 	before := machineCPU()
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
-		code, _, body, err := b.post(fmt.Sprintf("%s-%s-%d", prefix, b.run, i), nil)
-		if err == nil && code != http.StatusAccepted {
-			err = fmt.Errorf("status %d: %s", code, body)
-		}
-		return err
+		return b.accepted(fmt.Sprintf("%s-%s-%d", prefix, b.run, i))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("POST: %w", err)
@@ -80,11 +75,7 @@ func (b *bench) growthPhase(ctx context.Context, label, prefix, suffix string) (
 	before = machineCPU()
 	n := replayRounds * b.n
 	lat, total, err = measure(n, b.conc, func(i int) error {
-		code, h, body, err := b.post(fmt.Sprintf("%s-%s-%d", prefix, b.run, i%b.n), nil)
-		if err == nil && (code != http.StatusAccepted || h.Get("Idempotent-Replayed") != "true") {
-			err = fmt.Errorf("not a replay: %d %s", code, body)
-		}
-		return err
+		return b.replayed(fmt.Sprintf("%s-%s-%d", prefix, b.run, i%b.n))
 	})
 	if err != nil {
 		return out, fmt.Errorf("replay: %w", err)
@@ -204,11 +195,7 @@ func (b *bench) pruneUnderLoad(ctx context.Context) ([]Result, error) {
 		began := time.Now()
 		for {
 			l, _, err := measure(b.n, b.conc, func(int) error {
-				code, _, body, err := b.post(fmt.Sprintf("%s-%s-%d", prefix, b.run, i.Add(1)), nil)
-				if err == nil && code != http.StatusAccepted {
-					err = fmt.Errorf("status %d: %s", code, body)
-				}
-				return err
+				return b.accepted(fmt.Sprintf("%s-%s-%d", prefix, b.run, i.Add(1)))
 			})
 			lat = append(lat, l...)
 			if err != nil || stop == nil || stop() {

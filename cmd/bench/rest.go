@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -24,11 +23,7 @@ const restOps = 50
 // 8a. POST, answered 202.
 func (b *bench) restPost(ctx context.Context) (Result, error) {
 	lat, total, err := measure(restOps, 1, func(i int) error {
-		code, _, body, err := b.post(fmt.Sprintf("rest-%d", i), nil)
-		if err == nil && code != http.StatusAccepted {
-			err = fmt.Errorf("status %d: %s", code, body)
-		}
-		return err
+		return b.accepted(fmt.Sprintf("rest-%d", i))
 	})
 	if err != nil {
 		return Result{Scenario: "8a. at rest: POST → 202"}, err
@@ -45,11 +40,7 @@ func (b *bench) restPost(ctx context.Context) (Result, error) {
 // 8b. POST with Prefer: wait, answered 201 PAID.
 func (b *bench) restWait(ctx context.Context) (Result, error) {
 	lat, total, err := measure(restOps, 1, func(i int) error {
-		code, _, body, err := b.post(fmt.Sprintf("rest-wait-%d", i), map[string]string{"Prefer": "wait=30"})
-		if err == nil && (code != http.StatusCreated || !strings.Contains(string(body), `"status":"PAID"`)) {
-			err = fmt.Errorf("not paid: %d %s", code, body)
-		}
-		return err
+		return b.paidWithin(fmt.Sprintf("rest-wait-%d", i), 30*time.Second)
 	})
 	return result("8b. at rest: POST, Prefer: wait → 201 PAID", restOps, total, lat), err
 }
@@ -57,11 +48,7 @@ func (b *bench) restWait(ctx context.Context) (Result, error) {
 // 8c. The keys of 8a again: replays.
 func (b *bench) restReplay(ctx context.Context) (Result, error) {
 	lat, total, err := measure(restOps, 1, func(i int) error {
-		code, h, body, err := b.post(fmt.Sprintf("rest-%d", i), nil)
-		if err == nil && (code != http.StatusAccepted || h.Get("Idempotent-Replayed") != "true") {
-			err = fmt.Errorf("not a replay: %d %s", code, body)
-		}
-		return err
+		return b.replayed(fmt.Sprintf("rest-%d", i))
 	})
 	return result("8c. at rest: replay", restOps, total, lat), err
 }

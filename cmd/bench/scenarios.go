@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	orderflow "github.com/orderflow/orderflow/client"
 	"net/http"
 	"slices"
 	"strconv"
@@ -25,6 +25,10 @@ import (
 	"github.com/orderflow/orderflow/internal/testkit"
 	"github.com/orderflow/orderflow/workflows"
 )
+
+// benchOrder is orderJSON as the client sends it.
+var benchOrder = orderflow.OrderRequest{CustomerID: "cus_bench", Currency: "USD", PaymentMethod: "pm_card_visa",
+	Items: []orderflow.Item{{SKU: "sku-1", Quantity: 2, UnitAmount: 1299}}}
 
 const orderJSON = `{"customer_id":"cus_bench","currency":"USD","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
 
@@ -103,36 +107,51 @@ func (b *bench) baselineStart(ctx context.Context) (Result, error) {
 	return result("1. baseline start", b.n, total, lat), err
 }
 
-func (b *bench) post(key string, hdr map[string]string) (int, http.Header, []byte, error) {
-	return b.postAs(b.apiKey, key, hdr)
+// placeAs places an order with one tenant's API key through the client, in one
+// attempt: the bench measures requests, and a retry would hide a failure.
+func (b *bench) placeAs(apiKey, key string, wait time.Duration) (*orderflow.Placement, error) {
+	c, err := orderflow.New(orderflow.Options{BaseURL: b.apiURL, APIKey: apiKey, HTTPClient: b.hc, MaxAttempts: 1})
+	if err != nil {
+		return nil, err
+	}
+	var opts []orderflow.PlaceOption
+	if wait > 0 {
+		opts = append(opts, orderflow.WithWait(wait))
+	}
+	return c.PlaceOrder(context.Background(), benchOrder, append(opts, orderflow.WithKey(key))...)
 }
 
-// postAs places an order with the API key of one tenant.
-func (b *bench) postAs(apiKey, key string, hdr map[string]string) (int, http.Header, []byte, error) {
-	req, _ := http.NewRequest(http.MethodPost, b.apiURL+"/v1/orders", strings.NewReader(orderJSON))
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+// accepted places a new order: 202.
+func (b *bench) accepted(key string) error {
+	p, err := b.placeAs(b.apiKey, key, 0)
+	if err == nil && (p.Replayed || p.Finished) {
+		err = fmt.Errorf("%s: not a new order (replayed %t)", key, p.Replayed)
 	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
+	return err
+}
+
+// replayed sends key's order again: its stored answer.
+func (b *bench) replayed(key string) error {
+	p, err := b.placeAs(b.apiKey, key, 0)
+	if err == nil && !p.Replayed {
+		err = fmt.Errorf("%s: not a replay", key)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, body, err
+	return err
+}
+
+// paidWithin places an order and waits for it to be PAID: 201.
+func (b *bench) paidWithin(key string, wait time.Duration) error {
+	p, err := b.placeAs(b.apiKey, key, wait)
+	if err == nil && (!p.Finished || p.Status != orderflow.Paid) {
+		err = fmt.Errorf("%s: not paid: %s", key, p.Status)
+	}
+	return err
 }
 
 // 2. POST /v1/orders with unique keys.
 func (b *bench) httpStart(ctx context.Context) (Result, error) {
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
-		code, _, body, err := b.post(fmt.Sprintf("http-%d", i), nil)
-		if err == nil && code != http.StatusAccepted {
-			err = fmt.Errorf("status %d: %s", code, body)
-		}
-		return err
+		return b.accepted(fmt.Sprintf("http-%d", i))
 	})
 	return result("2. HTTP start", b.n, total, lat), err
 }
@@ -147,11 +166,7 @@ const replayRounds = 4
 // key replayRounds times.
 func (b *bench) httpReplay(ctx context.Context) (Result, error) {
 	replay := func(i int) error {
-		code, h, body, err := b.post(fmt.Sprintf("http-%d", i%b.n), nil)
-		if err == nil && (code != http.StatusAccepted || h.Get("Idempotent-Replayed") != "true") {
-			err = fmt.Errorf("not a replay: %d %s", code, body)
-		}
-		return err
+		return b.replayed(fmt.Sprintf("http-%d", i%b.n))
 	}
 	if _, _, err := measure(10*b.conc, b.conc, replay); err != nil {
 		return Result{Scenario: "3. HTTP replay"}, fmt.Errorf("warm-up: %w", err)
@@ -276,32 +291,51 @@ func (b *bench) waitCommitted(ctx context.Context, topic string) error {
 	return errors.New("offsets not all committed within a minute")
 }
 
+// chargedOrders is the order of each of the sandbox's charges, every page of its
+// list (Stripe's lists answer 10 at a time unless asked for up to 100).
+func (b *bench) chargedOrders() ([]string, error) {
+	var orders []string
+	after := ""
+	for {
+		resp, err := http.Get(b.simURL + "/v1/charges?limit=100" + after)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Data []struct {
+				ID       string            `json:"id"`
+				Metadata map[string]string `json:"metadata"`
+			} `json:"data"`
+			HasMore bool `json:"has_more"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("charges: %w", err)
+		}
+		for _, c := range page.Data {
+			orders = append(orders, c.Metadata["order_id"])
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			return orders, nil
+		}
+		after = "&starting_after=" + page.Data[len(page.Data)-1].ID
+	}
+}
+
 // 6. POST with Prefer: wait until the order is PAID (charged at the sandbox, row in
 // Postgres, OrderPaid published), then count the sandbox's charges.
 func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 	name := "6. end to end (HTTP until PAID)"
 	cpuBefore := b.cpuSeconds()
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
-		code, _, body, err := b.post(fmt.Sprintf("e2e-%d", i), map[string]string{"Prefer": "wait=30"})
-		if err == nil && (code != http.StatusCreated || !strings.Contains(string(body), `"status":"PAID"`)) {
-			err = fmt.Errorf("not paid: %d %s", code, body)
-		}
-		return err
+		return b.paidWithin(fmt.Sprintf("e2e-%d", i), 30*time.Second)
 	})
 	if err != nil {
 		return Result{Scenario: name}, err
 	}
-	resp, err := http.Get(b.simURL + "/v1/charges")
+	charged, err := b.chargedOrders()
 	if err != nil {
-		return Result{Scenario: name}, err
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct {
-			Metadata map[string]string `json:"metadata"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		return Result{Scenario: name}, err
 	}
 	perOrder := map[string]int{}
@@ -309,9 +343,9 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 		perOrder[order.IDFor(order.WorkflowID(b.tenant, order.FromHTTP, fmt.Sprintf("e2e-%d", i)))] = 0
 	}
 	charges := 0
-	for _, c := range list.Data {
-		if n, ok := perOrder[c.Metadata["order_id"]]; ok {
-			perOrder[c.Metadata["order_id"]] = n + 1
+	for _, id := range charged {
+		if n, ok := perOrder[id]; ok {
+			perOrder[id] = n + 1
 			charges++
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +36,21 @@ type objects struct {
 	jobs        []*batchv1.Job
 	policies    []*networkingv1.NetworkPolicy
 	scaled      []*scaledObject
+	auths       map[string]*triggerAuthentication
+}
+
+// triggerAuthentication is what the checks read of KEDA's TriggerAuthentication.
+type triggerAuthentication struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		SecretTargetRef []struct {
+			Parameter string `json:"parameter"`
+			Name      string `json:"name"`
+			Key       string `json:"key"`
+		} `json:"secretTargetRef"`
+	} `json:"spec"`
 }
 
 // scaledObject is what the checks read of KEDA's ScaledObject (keda.sh/v1alpha1),
@@ -54,8 +70,11 @@ type scaledObject struct {
 		PollingInterval int    `json:"pollingInterval"`
 		CooldownPeriod  int    `json:"cooldownPeriod"`
 		Triggers        []struct {
-			Type     string            `json:"type"`
-			Metadata map[string]string `json:"metadata"`
+			Type              string            `json:"type"`
+			Metadata          map[string]string `json:"metadata"`
+			AuthenticationRef *struct {
+				Name string `json:"name"`
+			} `json:"authenticationRef"`
 		} `json:"triggers"`
 	} `json:"spec"`
 }
@@ -63,11 +82,14 @@ type scaledObject struct {
 // build runs kustomize on dir and decodes every object, refusing unknown fields.
 func build(t *testing.T, dir string) objects {
 	t.Helper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone // the combinations' kustomizations name base by its path
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	o := objects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{}}
+	o := objects{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{},
+		auths: map[string]*triggerAuthentication{}}
 	for _, r := range m.Resources() {
 		y, err := r.AsYAML()
 		if err != nil {
@@ -103,6 +125,10 @@ func build(t *testing.T, dir string) objects {
 			so := &scaledObject{}
 			strict(t, where, y, so)
 			o.scaled = append(o.scaled, so)
+		case "TriggerAuthentication":
+			a := &triggerAuthentication{}
+			strict(t, where, y, a)
+			o.auths[a.Metadata.Name] = a
 		case "NetworkPolicy":
 			n := &networkingv1.NetworkPolicy{}
 			strict(t, where, y, n)
