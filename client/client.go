@@ -100,7 +100,9 @@ func WithKey(key string) PlaceOption { return func(p *placeOptions) { p.key = ke
 // (Prefer: wait): Placement.Finished says whether it did.
 func WithWait(d time.Duration) PlaceOption { return func(p *placeOptions) { p.wait = d } }
 
-// PlaceOrder places an order once, however many attempts it takes.
+// PlaceOrder places an order once, however many attempts it takes. On an error
+// the Placement still says the key and the attempts: retry later with WithKey and
+// that key, never with a new one.
 func (c *Client) PlaceOrder(ctx context.Context, req OrderRequest, opts ...PlaceOption) (*Placement, error) {
 	var p placeOptions
 	for _, o := range opts {
@@ -131,16 +133,20 @@ func (c *Client) PlaceOrder(ctx context.Context, req OrderRequest, opts ...Place
 // GetOrder reads one of the tenant's orders.
 func (c *Client) GetOrder(ctx context.Context, id string) (*Order, error) {
 	var o Order
-	_, err := c.do(ctx, http.MethodGet, "/v1/orders/"+url.PathEscape(id), nil, nil, &o, nil)
-	return &o, err
+	if _, err := c.do(ctx, http.MethodGet, "/v1/orders/"+url.PathEscape(id), nil, nil, &o, nil); err != nil {
+		return nil, err
+	}
+	return &o, nil
 }
 
 // CancelOrder cancels an order (refunding a paid one); cancelling it again
 // answers the cancelled order, so the call retries like the others.
 func (c *Client) CancelOrder(ctx context.Context, id string) (*Order, error) {
 	var o Order
-	_, err := c.do(ctx, http.MethodPost, "/v1/orders/"+url.PathEscape(id)+"/cancel", nil, nil, &o, nil)
-	return &o, err
+	if _, err := c.do(ctx, http.MethodPost, "/v1/orders/"+url.PathEscape(id)+"/cancel", nil, nil, &o, nil); err != nil {
+		return nil, err
+	}
+	return &o, nil
 }
 
 // ListOrders reads a page of the tenant's orders.
@@ -160,8 +166,10 @@ func (c *Client) ListOrders(ctx context.Context, p ListParams) (*Page, error) {
 		path += "?" + q.Encode()
 	}
 	var page Page
-	_, err := c.do(ctx, http.MethodGet, path, nil, nil, &page, nil)
-	return &page, err
+	if _, err := c.do(ctx, http.MethodGet, path, nil, nil, &page, nil); err != nil {
+		return nil, err
+	}
+	return &page, nil
 }
 
 // do sends the request until it is answered for good, the budget is spent or
@@ -179,7 +187,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr h
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, fmt.Errorf("client: %w after %d attempts: %w", ctx.Err(), *attempts, err)
 		}
 		var p *Problem
 		retryAfter := time.Duration(0)
@@ -197,7 +205,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr h
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return nil, fmt.Errorf("client: %w after %d attempts: %w", ctx.Err(), *attempts, err)
 		case <-t.C:
 		}
 	}
