@@ -44,6 +44,9 @@ type rig struct {
 	keys                 []string // workflow IDs the clients asked for
 	nextAction           string   // the type of the last next action awaitCustomer saw
 	contract             *contracts.Validator
+	// probe sends a POST once; careful retries it as a careful client does.
+	probe, careful *client.Client
+	orderReq       client.OrderRequest // orderJSON as the client sends it
 }
 
 func newRig(t *testing.T) *rig {
@@ -57,6 +60,10 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.apiKey = key
+	r.probe, r.careful = r.client(1), r.client(1000)
+	if err := json.Unmarshal([]byte(orderJSON), &r.orderReq); err != nil {
+		t.Fatal(err)
+	}
 	r.apiAddr, r.opsAddr, r.apiOpsAddr = stacktest.FreeAddr(t), stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	t.Cleanup(func() { r.audit(t) }) // last, once the rig's processes have stopped
 	return r
@@ -136,7 +143,8 @@ func (t rotate) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // client is orderflow's client on the rig's API key, retrying as it does by
-// default for up to 3 minutes (attempts at most: MaxAttempts).
+// default for up to 3 minutes (attempts at most: MaxAttempts), each request to
+// the API the rig runs then (rotate).
 func (r *rig) client(maxAttempts int) *client.Client {
 	c, err := client.New(client.Options{BaseURL: "http://api.invalid", APIKey: r.apiKey, MaxAttempts: maxAttempts,
 		MaxElapsed: 3 * time.Minute, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: rotate{r}}})
@@ -146,18 +154,9 @@ func (r *rig) client(maxAttempts int) *client.Client {
 	return c
 }
 
-// rigOrder is orderJSON as the client sends it.
-func rigOrder() client.OrderRequest {
-	var req client.OrderRequest
-	if err := json.Unmarshal([]byte(orderJSON), &req); err != nil {
-		panic(err)
-	}
-	return req
-}
-
 // post sends one POST and returns its status and Retry-After.
 func (r *rig) post(key string) (int, int, error) {
-	placed, err := r.client(1).PlaceOrder(context.Background(), rigOrder(), client.WithKey(key))
+	placed, err := r.probe.PlaceOrder(context.Background(), r.orderReq, client.WithKey(key))
 	var p *client.Problem
 	switch {
 	case errors.As(err, &p):
@@ -174,7 +173,7 @@ func (r *rig) post(key string) (int, int, error) {
 // same key on every attempt, honouring Retry-After, through broken connections.
 func (r *rig) order(t *testing.T, key string) {
 	r.expect(order.WorkflowID(r.tenant, order.FromHTTP, key))
-	if _, err := r.client(1000).PlaceOrder(context.Background(), rigOrder(), client.WithKey(key)); err != nil {
+	if _, err := r.careful.PlaceOrder(context.Background(), r.orderReq, client.WithKey(key)); err != nil {
 		t.Errorf("POST %s: %v", key, err)
 	}
 }

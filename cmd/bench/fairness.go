@@ -60,6 +60,9 @@ func (b *bench) fairness(ctx context.Context, on bool) ([]Result, error) {
 			return nil, err
 		}
 		b.otherKey = key
+		if b.otherAPI, err = b.newClient(key); err != nil {
+			return nil, err
+		}
 	}
 	// A first order after a restart waits for the pollers to come back.
 	if _, err := b.tenantOrders(ctx, fmt.Sprintf("warm-%t", on), 3); err != nil {
@@ -138,7 +141,7 @@ func (b *bench) tenantOrders(ctx context.Context, prefix string, n int) ([]time.
 	for i := range n {
 		t := time.Now()
 		key := fmt.Sprintf("%s-%s-%d", b.run, prefix, i)
-		placed, err := b.placeAs(b.otherKey, key, 60*time.Second)
+		placed, err := b.placeAs(b.otherAPI, key, 60*time.Second)
 		if err != nil {
 			return nil, err
 		}

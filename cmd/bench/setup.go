@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	orderflow "github.com/orderflow/orderflow/client"
 	"io"
 	"log/slog"
 	"maps"
@@ -58,11 +59,12 @@ type bench struct {
 	started   int    // orders started so far, all of which must end PAID
 	consuming string // the requests topic of the running worker
 
-	other, otherKey string // scenario 9's tenant B and its API key (A is other+"-a")
-	flooded         int    // A's events so far
-	paymentsRate    string // the workers' PAYMENTS_RATE; "0" (none) unless set
-	stack           string // the stack's script
-	rows            int    // scenario 10's rows added to each grown table
+	other, otherKey string            // scenario 9's tenant B and its API key (A is other+"-a")
+	api, otherAPI   *orderflow.Client // the clients of the tenant and of B, made once
+	flooded         int               // A's events so far
+	paymentsRate    string            // the workers' PAYMENTS_RATE; "0" (none) unless set
+	stack           string            // the stack's script
+	rows            int               // scenario 10's rows added to each grown table
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
@@ -116,6 +118,9 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		return nil, err
 	}
 	b.simURL, b.apiURL = "http://"+simAddr, "http://"+apiAddr
+	if b.api, err = b.newClient(b.apiKey); err != nil {
+		return nil, err
+	}
 	b.procEnv = testkit.Connections(env, map[string]string{
 		"TASK_QUEUE": b.queue, "EVENTS_TOPIC": b.topics["events"], "DLQ_TOPIC": b.topics["dlq"],
 		"CONSUMER_GROUP": b.group, "PAYMENTS_URL": b.simURL, "LOG_LEVEL": "warn", "DRAIN_DELAY": "0s", "PAYMENT_LOOKUP_DELAY": "2s",

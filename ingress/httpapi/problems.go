@@ -90,11 +90,8 @@ func newProblem(k kind, detail string) problem {
 type problemBaseKey struct{}
 
 // problemTypes makes base the prefix of every problem type a request's answer
-// carries.
+// carries (writeProblem's default when empty).
 func problemTypes(base string) func(http.Handler) http.Handler {
-	if base == "" {
-		base = DefaultProblemBase
-	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), problemBaseKey{}, base)))

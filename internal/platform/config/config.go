@@ -57,9 +57,9 @@ func (e *Env) Vars() []Var {
 	return e.vars
 }
 
-// Lookup reads a variable for another package's reader (Temporal's envconfig),
+// lookup reads a variable for another package's reader (Temporal's envconfig),
 // noting it as text.
-func (e *Env) Lookup(key string) (string, bool) {
+func (e *Env) lookup(key string) (string, bool) {
 	e.note(key, KindText, "")
 	v := e.getenv(key)
 	return v, v != ""
@@ -304,7 +304,7 @@ func (e *Env) Temporal() client.Options {
 			// The CLI's remote codec: these processes encrypt with PAYLOAD_KEYS.
 			return "", false
 		}
-		return e.Lookup(k)
+		return e.lookup(k)
 	})
 	if err != nil {
 		e.errs = append(e.errs, err)
