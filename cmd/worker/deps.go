@@ -5,7 +5,6 @@ import (
 	"github.com/orderflow/orderflow/internal/settings"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -18,13 +17,6 @@ import (
 	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/internal/retention"
 	"github.com/orderflow/orderflow/worker"
-)
-
-// A pass deletes pruneBatch rows per statement, prunePause apart: short
-// statements that leave the tables' writers room.
-const (
-	pruneBatch = 5000
-	prunePause = 20 * time.Millisecond
 )
 
 // newDeps builds what the worker runs on the process's connections: the
@@ -56,7 +48,7 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on
 	// another worker waits for the next interval.
 	rules := c.Retentions.Rules()
-	go retention.NewPruner(base.Pool, rules, retention.Options{Batch: pruneBatch, Pause: prunePause}, retention.NewMetrics(reg, rules), logger).
+	go retention.NewPruner(base.Pool, rules, retention.Pacing, retention.NewMetrics(reg, rules), logger).
 		Run(ctx, c.PruneInterval)
 	return worker.Deps{
 		Logger:     logger,

@@ -159,21 +159,41 @@ type Pruner struct {
 	pool   *pgxpool.Pool
 	rules  []Rule
 	batch  int
-	pause  time.Duration
+	share  float64
 	m      Metrics
 	logger *slog.Logger
 }
 
-// Options shape a pass: Batch rows per statement, Pause between statements, which
-// gives the table's writers room.
+// Options shape a pass: Batch rows per statement, and Share, the part of a
+// pass's time its statements may take. After a statement that took d, the pass
+// waits d·(1−Share)/Share: when the database is busy its statements slow down
+// and the pauses grow with them, so a backlog is pruned with what the
+// database has to spare (PostgreSQL's cost-based vacuum delay works alike).
 type Options struct {
 	Batch int
-	Pause time.Duration
+	Share float64
 }
 
-// NewPruner returns a pruner of the rules.
+// Pacing is how the workers prune: statements of 2,000 rows (a few tens of
+// milliseconds each) taking a quarter of a pass's time.
+var Pacing = Options{Batch: 2000, Share: 0.25}
+
+// NewPruner returns a pruner of the rules. A Share outside (0, 1] is 1: no pauses.
 func NewPruner(pool *pgxpool.Pool, rules []Rule, opts Options, m Metrics, logger *slog.Logger) *Pruner {
-	return &Pruner{pool: pool, rules: rules, batch: max(opts.Batch, 1), pause: opts.Pause, m: m, logger: logger}
+	share := opts.Share
+	if share <= 0 || share > 1 {
+		share = 1
+	}
+	return &Pruner{pool: pool, rules: rules, batch: max(opts.Batch, 1), share: share, m: m, logger: logger}
+}
+
+// PauseAfter is the wait after a statement that took d, for a pass whose
+// statements take share of its time.
+func PauseAfter(d time.Duration, share float64) time.Duration {
+	if share <= 0 || share >= 1 {
+		return 0
+	}
+	return time.Duration(float64(d) * (1 - share) / share)
 }
 
 // leaderLock is the advisory lock key of the fleet's pruning leader.
@@ -272,7 +292,9 @@ func (p *Pruner) prune(ctx context.Context, conn *pgxpool.Conn, r Rule) (int64, 
 	}
 	var n int64
 	for {
+		began := time.Now()
 		tag, err := conn.Exec(ctx, r.deleteSQL(), cutoff, p.batch)
+		took := time.Since(began)
 		if err != nil {
 			return n, fmt.Errorf("prune %s: %w", r.Table, err)
 		}
@@ -284,7 +306,7 @@ func (p *Pruner) prune(ctx context.Context, conn *pgxpool.Conn, r Rule) (int64, 
 		select {
 		case <-ctx.Done():
 			return n, ctx.Err()
-		case <-time.After(p.pause):
+		case <-time.After(PauseAfter(took, p.share)):
 		}
 	}
 }

@@ -21,3 +21,24 @@ func TestRetentionsBelowWhatDependsOnThemAreRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestAPassPausesInProportionToItsStatements(t *testing.T) {
+	for _, c := range []struct {
+		took  time.Duration
+		share float64
+		want  time.Duration
+	}{
+		{40 * time.Millisecond, 0.25, 120 * time.Millisecond},
+		{400 * time.Millisecond, 0.25, 1200 * time.Millisecond}, // a slow database: a longer pause
+		{40 * time.Millisecond, 0.5, 40 * time.Millisecond},
+		{40 * time.Millisecond, 1, 0},
+		{40 * time.Millisecond, 0, 0},
+	} {
+		if got := retention.PauseAfter(c.took, c.share); got != c.want {
+			t.Errorf("PauseAfter(%s, %v) = %s, want %s", c.took, c.share, got, c.want)
+		}
+	}
+	if s := retention.Pacing.Share; s <= 0 || s >= 1 {
+		t.Errorf("the workers' share %v leaves the writers no time", s)
+	}
+}
