@@ -62,8 +62,8 @@ image:
 	@echo "images: $(REGISTRY)/orderflow-{api,worker,paysim}:$(VERSION)"
 
 ## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default;
-## ROWS: the rows scenario 10 adds to each grown table (10 million; about 15 minutes
-## and 12 GB); ONLY=1,5: those scenarios; PROFILE=cluster measures the cluster profile
+## ROWS: the rows scenario 10 adds to each grown table (10 million: the scenario takes
+## about 30 minutes and 21 GB of disk); ONLY=1,5: those scenarios; PROFILE=cluster measures the cluster profile
 N ?= 500
 C ?= 16
 ROWS ?= 10000000

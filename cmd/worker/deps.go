@@ -48,7 +48,7 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on
 	// another worker waits for the next interval.
 	rules := c.Retentions.Rules()
-	go retention.NewPruner(base.Pool, rules, retention.Pacing, retention.NewMetrics(reg, rules), logger).
+	go retention.NewPruner(base.Pool, rules, retention.Paced(), retention.NewMetrics(reg, rules), logger).
 		Run(ctx, c.PruneInterval)
 	return worker.Deps{
 		Logger:     logger,

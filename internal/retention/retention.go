@@ -174,9 +174,9 @@ type Options struct {
 	Share float64
 }
 
-// Pacing is how the workers prune: statements of 2,000 rows (a few tens of
+// Paced is how the workers prune: statements of 2,000 rows (a few tens of
 // milliseconds each) taking a quarter of a pass's time.
-var Pacing = Options{Batch: 2000, Share: 0.25}
+func Paced() Options { return Options{Batch: 2000, Share: 0.25} }
 
 // NewPruner returns a pruner of the rules. A Share outside (0, 1] is 1: no pauses.
 func NewPruner(pool *pgxpool.Pool, rules []Rule, opts Options, m Metrics, logger *slog.Logger) *Pruner {

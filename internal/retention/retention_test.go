@@ -38,7 +38,7 @@ func TestAPassPausesInProportionToItsStatements(t *testing.T) {
 			t.Errorf("PauseAfter(%s, %v) = %s, want %s", c.took, c.share, got, c.want)
 		}
 	}
-	if s := retention.Pacing.Share; s <= 0 || s >= 1 {
+	if s := retention.Paced().Share; s <= 0 || s >= 1 {
 		t.Errorf("the workers' share %v leaves the writers no time", s)
 	}
 }
