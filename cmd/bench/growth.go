@@ -230,7 +230,8 @@ func (b *bench) pruneUnderLoad(ctx context.Context) ([]Result, error) {
 	quiet := result("10g. POST, nothing pruned", len(lat), took, lat)
 
 	rules := retention.Defaults.Rules()
-	p := retention.NewPruner(b.pool, rules, retention.Paced(),
+	pace := retention.Paced()
+	p := retention.NewPruner(b.pool, rules, pace,
 		retention.NewMetrics(prometheus.NewRegistry(), rules), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	done := make(chan struct{})
 	var rep retention.Report
@@ -258,7 +259,7 @@ func (b *bench) pruneUnderLoad(ctx context.Context) ([]Result, error) {
 	during := result("10h. POST while one pruner deletes the event rows past their retention", len(lat), took, lat)
 	during.Note = fmt.Sprintf("p99 %.2fx 10g's; the pass deleted %d event rows in %s (%.0f rows/s), %d per statement, statements %.0f%% of the pass's time",
 		during.P99ms/quiet.P99ms, rep.Pruned["processed_events"], rep.Took.Round(time.Second), float64(rep.Pruned["processed_events"])/rep.Took.Seconds(),
-		retention.Paced().Batch, 100*retention.Paced().Share)
+		pace.Batch, 100*pace.Share)
 	return []Result{quiet, during}, nil
 }
 

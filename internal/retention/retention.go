@@ -178,13 +178,10 @@ type Options struct {
 // milliseconds each) taking a quarter of a pass's time.
 func Paced() Options { return Options{Batch: 2000, Share: 0.25} }
 
-// NewPruner returns a pruner of the rules. A Share outside (0, 1] is 1: no pauses.
+// NewPruner returns a pruner of the rules. A Share outside (0, 1) means no
+// pauses (PauseAfter).
 func NewPruner(pool *pgxpool.Pool, rules []Rule, opts Options, m Metrics, logger *slog.Logger) *Pruner {
-	share := opts.Share
-	if share <= 0 || share > 1 {
-		share = 1
-	}
-	return &Pruner{pool: pool, rules: rules, batch: max(opts.Batch, 1), share: share, m: m, logger: logger}
+	return &Pruner{pool: pool, rules: rules, batch: max(opts.Batch, 1), share: opts.Share, m: m, logger: logger}
 }
 
 // PauseAfter is the wait after a statement that took d, for a pass whose
