@@ -2,11 +2,10 @@ package order
 
 import (
 	"crypto/sha256"
-	"encoding/base32"
-	"fmt"
 	"regexp"
+
+	"github.com/orderflow/orderflow/internal/identity"
 	"strconv"
-	"strings"
 )
 
 // An order's identity is derived, never stored apart from the order: the tenant and
@@ -21,68 +20,40 @@ var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // and '_', at most 63 characters. It never holds ':' or '%', which WorkflowID relies on.
 func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
 
-// Source is the ingress a client's key comes from. Each has its own ID space, so an
-// Idempotency-Key that equals an eventId of the same tenant is another order.
-type Source string
+// Source is the ingress a client's key comes from (identity.Source).
+type Source = identity.Source
 
+// The sources of a key.
 const (
-	// FromHTTP: the key is an HTTP Idempotency-Key.
-	FromHTTP Source = "http"
-	// FromEvent: the key is an event's eventId.
-	FromEvent Source = "event"
-	// FromCloudEvent: the key is CloudEventKey of a CloudEvent's source and id,
-	// which together identify it (CloudEvents 1.0, "id").
-	FromCloudEvent Source = "ce"
+	FromHTTP       = identity.FromHTTP
+	FromEvent      = identity.FromEvent
+	FromCloudEvent = identity.FromCloudEvent
 )
 
-// CloudEventKey is the key of the CloudEvent that source and id name: a digest of
-// the pair, so any source URI and id give a key of the same short form, and equal
-// pairs the same key.
-func CloudEventKey(source, id string) string {
-	return lower(digest("cloudevent", source, id)[:32])
-}
+// Kind is the name of the order kind: it begins each order's workflow ID.
+const Kind = "order"
 
-// WorkflowID is order:{tenant}:{eventId} for an event, order:{tenant}:http:{key}
-// for an HTTP request and order:{tenant}:ce:{key} for a CloudEvent. Tenant names cannot hold ':' or '%'; in the key, '%', ':' and
-// anything outside visible ASCII are percent-encoded, so no key of one tenant or
-// source can produce another's ID (the "http:" and "ce:" segments' colons are never
-// escaped).
-// Events keep the scheme that predates sources, so a redelivery across an upgrade
-// finds its workflow. Tenants and client keys only: no personal data goes into IDs,
-// which Temporal stores in plain text.
+// CloudEventKey is the key of the CloudEvent that source and id name
+// (identity.CloudEventKey).
+func CloudEventKey(source, id string) string { return identity.CloudEventKey(source, id) }
+
+// WorkflowID is identity.WorkflowID of the order kind: order:{tenant}:{eventId} for
+// an event, order:{tenant}:http:{key} for an HTTP request and
+// order:{tenant}:ce:{key} for a CloudEvent. Events keep the scheme that predates
+// sources, so a redelivery across an upgrade finds its workflow.
 func WorkflowID(tenant string, src Source, key string) string {
-	var b strings.Builder
-	b.Grow(len("order:") + len(tenant) + len(":http:") + len(key))
-	b.WriteString("order:")
-	b.WriteString(tenant)
-	b.WriteByte(':')
-	switch src {
-	case FromEvent:
-	case FromCloudEvent:
-		b.WriteString("ce:")
-	default:
-		b.WriteString("http:")
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c == '%' || c == ':' || !visible(c) {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
+	return identity.WorkflowID(Kind, tenant, src, key)
 }
 
 // IDFor derives the public order ID from its workflow ID: stable across retries and
 // free of the tenant's or client's data.
 func IDFor(workflowID string) string {
-	return "ord_" + lower(digest("order", workflowID)[:26])
+	return identity.PublicID("ord_", Kind, workflowID)
 }
 
 // EventID derives the ID of an outbound event, the same on every attempt to publish it.
 func EventID(workflowID, eventType string) string {
-	return "evt_" + lower(digest("event", workflowID, eventType)[:26])
+	return "evt_" + identity.Lower(identity.Digest("event", workflowID, eventType)[:26])
 }
 
 // PaymentKey is the idempotency key sent to the payment provider for one operation
@@ -91,7 +62,7 @@ func EventID(workflowID, eventType string) string {
 // that the previous key charged nothing), never from the attempt or run. It is 52
 // characters whatever the client's key, well under the provider's 255.
 func PaymentKey(workflowID, op string, generation int) string {
-	return "ofpay_" + lower(digest("payment", workflowID, op, strconv.Itoa(generation)))[:46]
+	return "ofpay_" + identity.Lower(identity.Digest("payment", workflowID, op, strconv.Itoa(generation)))[:46]
 }
 
 // LegacyPaymentKey is the key of workflows started before PaymentKey: it carries the
@@ -135,27 +106,4 @@ const FingerprintVersion = 1
 // Fingerprint of the order's content.
 func (o Order) Fingerprint() []byte {
 	return Fingerprint(o.CustomerID, o.Currency, o.Items, o.PaymentMethod)
-}
-
-var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-func digest(parts ...string) string {
-	var buf []byte
-	for _, p := range parts {
-		// Length-prefixed, so ("ab","c") and ("a","bc") differ: "%d:%s;".
-		buf = strconv.AppendInt(buf, int64(len(p)), 10)
-		buf = append(append(append(buf, ':'), p...), ';')
-	}
-	sum := sha256.Sum256(buf)
-	return b32.EncodeToString(sum[:])
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }

@@ -1,6 +1,10 @@
 package order
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/orderflow/orderflow/internal/identity"
+)
 
 // MaxKeyLen bounds a client's key, an HTTP Idempotency-Key or an event's eventId:
 // the bound the payment provider sets on its own idempotency keys.
@@ -23,11 +27,9 @@ func CheckKey(key string) string {
 // Visible reports whether s holds only visible ASCII characters (0x21 to 0x7e).
 func Visible(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if !visible(s[i]) {
+		if !identity.Visible(s[i]) {
 			return false
 		}
 	}
 	return true
 }
-
-func visible(c byte) bool { return c >= 0x21 && c <= 0x7e }
