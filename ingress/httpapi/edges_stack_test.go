@@ -60,8 +60,8 @@ func TestHTTPKeyEqualToAnEventIDIsItsOwnOrder(t *testing.T) {
 		t.Fatalf("POST with the eventId as key: %d %s", r.status, r.body)
 	}
 	got := r.order(t)
-	if got.ID == ev.OrderID || got.Amount != 5*1299 {
-		t.Fatalf("POST answered order %s amount %d; the event's order is %s: want its own order of %d", got.ID, got.Amount, ev.OrderID, 5*1299)
+	if got.ID == ev.ID || got.Amount != 5*1299 {
+		t.Fatalf("POST answered order %s amount %d; the event's order is %s: want its own order of %d", got.ID, got.Amount, ev.ID, 5*1299)
 	}
 	// Each is found by the key that made it (the event's order row is written by its
 	// workflow).
@@ -70,8 +70,8 @@ func TestHTTPKeyEqualToAnEventIDIsItsOwnOrder(t *testing.T) {
 	})
 	byKey := do(t, http.MethodGet, h.url+"/v1/orders?idempotency_key=X", h.keys[tenant], "", nil)
 	byEvent := do(t, http.MethodGet, h.url+"/v1/orders?event_id=X", h.keys[tenant], "", nil)
-	if !strings.Contains(string(byKey.body), got.ID) || strings.Contains(string(byKey.body), ev.OrderID) ||
-		!strings.Contains(string(byEvent.body), ev.OrderID) || strings.Contains(string(byEvent.body), got.ID) {
+	if !strings.Contains(string(byKey.body), got.ID) || strings.Contains(string(byKey.body), ev.ID) ||
+		!strings.Contains(string(byEvent.body), ev.ID) || strings.Contains(string(byEvent.body), got.ID) {
 		t.Fatalf("lookups: by key %s; by event %s", byKey.body, byEvent.body)
 	}
 	// Another tenant finds neither.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/order"
@@ -27,6 +28,19 @@ type api struct {
 }
 
 func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
+	a.keyed(w, r, "/v1/orders/", func(body []byte) (ingress.Request, error) { return intake.DecodeRequest(body) },
+		func(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result {
+			return a.Intake.Place(ctx, tenant, key, req.(intake.Request), wait)
+		})
+}
+
+// A submit starts the workflow of a decoded request under its Idempotency-Key.
+type submit func(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result
+
+// keyed answers a POST that starts a workflow with an Idempotency-Key, for every
+// kind alike: the key's checks, the body's, Prefer: wait, and the answer of each
+// outcome; location is where the started workflow is read, before its ID.
+func (a *api) keyed(w http.ResponseWriter, r *http.Request, location string, decode func([]byte) (ingress.Request, error), place submit) {
 	key, err := ParseIdempotencyKey(r.Header.Values("Idempotency-Key"))
 	switch {
 	case errors.Is(err, errKeyMissing):
@@ -36,7 +50,7 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, newProblem(kindMalformedKey, err.Error()))
 		return
 	}
-	req, p := a.decodeOrder(w, r)
+	req, p := a.decodeBody(w, r, decode)
 	if p != nil {
 		writeProblem(w, r, *p)
 		return
@@ -48,28 +62,34 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = untilDrain(ctx)
 		defer cancel()
 	}
-	out := a.Intake.Place(ctx, tenantOf(ctx), key, req, wait)
+	out := place(ctx, tenantOf(ctx), key, req, wait)
 	if !out.KeyExpires.IsZero() && (out.Kind == intake.Created || out.Kind == intake.Replayed) {
 		// When this key's record goes (IDEMPOTENCY_TTL): until then a retry is
-		// replayed; after it, the order the key made answers (docs/retention.md).
+		// replayed; after it, the workflow the key made answers (docs/retention.md).
 		w.Header().Set("Idempotency-Key-Expires", out.KeyExpires.UTC().Format(http.TimeFormat))
 	}
 	if wait > 0 && out.Kind == intake.Created {
-		// RFC 7240: the wait was honoured (the order finished in it, or it ran out);
-		// a replay answers what was stored, without waiting.
+		// RFC 7240: the wait was honoured (the workflow finished in it, or it ran
+		// out); a replay answers what was stored, without waiting.
 		w.Header().Set("Preference-Applied", fmt.Sprintf("wait=%d", int(wait.Seconds())))
 	}
+	a.answer(w, r, location, out)
+}
+
+// answer writes the outcome of a keyed POST.
+func (a *api) answer(w http.ResponseWriter, r *http.Request, location string, out intake.Result) {
+	var refused *ingress.Refusal
 	switch out.Kind {
 	case intake.Created:
 		if out.StartTook > 0 {
 			a.m.startDuration.Observe(out.StartTook.Seconds())
 		}
-		w.Header().Set("Location", "/v1/orders/"+out.OrderID)
+		w.Header().Set("Location", location+out.ID)
 		writeJSON(w, out.Status, out.Body)
 	case intake.Replayed:
 		a.m.replays.Inc()
 		w.Header().Set("Idempotent-Replayed", "true")
-		w.Header().Set("Location", "/v1/orders/"+out.OrderID)
+		w.Header().Set("Location", location+out.ID)
 		writeJSON(w, out.Status, out.Body)
 	case intake.Mismatch:
 		a.m.conflicts.WithLabelValues("mismatch").Inc()
@@ -77,17 +97,23 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
 	case intake.InFlight:
 		a.m.conflicts.WithLabelValues("in_flight").Inc()
 		writeProblem(w, r, withRetry(newProblem(kindInProgress, "retry after the first request completes"), int(out.RetryAfter.Seconds()+0.999)))
+	case intake.Refused:
+		if errors.As(out.Err, &refused) {
+			writeProblem(w, r, newProblem(kind(refused.Problem), refused.Detail))
+			return
+		}
+		a.unavailable(w, r, out.Err)
 	default:
 		a.unavailable(w, r, out.Err)
 	}
 }
 
-// decodeOrder reads and validates the body of a POST.
-func (a *api) decodeOrder(w http.ResponseWriter, r *http.Request) (intake.Request, *problem) {
+// decodeBody reads the body of a POST and decodes it with decode.
+func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, decode func([]byte) (ingress.Request, error)) (ingress.Request, *problem) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			p := newProblem(kindUnsupportedMedia, "send Content-Type: application/json")
-			return intake.Request{}, &p
+			return nil, &p
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.MaxBodyBytes))
@@ -97,9 +123,9 @@ func (a *api) decodeOrder(w http.ResponseWriter, r *http.Request) (intake.Reques
 		if errors.As(err, &tooBig) {
 			p = newProblem(kindBodyTooLarge, "the body is larger than "+strconv.FormatInt(a.MaxBodyBytes, 10)+" bytes")
 		}
-		return intake.Request{}, &p
+		return nil, &p
 	}
-	req, err := intake.DecodeRequest(body)
+	req, err := decode(body)
 	if err != nil {
 		p := newProblem(kindInvalidBody, err.Error())
 		var fe *intake.FieldError

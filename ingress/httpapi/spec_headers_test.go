@@ -39,11 +39,11 @@ func (scripted) Place(_ context.Context, _, key string, _ intake.Request, wait t
 		if wait > 0 {
 			status = http.StatusCreated
 		}
-		return intake.Result{Kind: intake.Created, OrderID: "ord_1", Status: status, Body: []byte(`{}`), KeyExpires: expires}
+		return intake.Result{Kind: intake.Created, ID: "ord_1", Status: status, Body: []byte(`{}`), KeyExpires: expires}
 	case "replayed":
-		return intake.Result{Kind: intake.Replayed, OrderID: "ord_1", Status: http.StatusAccepted, Body: []byte(`{}`), KeyExpires: expires}
+		return intake.Result{Kind: intake.Replayed, ID: "ord_1", Status: http.StatusAccepted, Body: []byte(`{}`), KeyExpires: expires}
 	case "mismatch":
-		return intake.Result{Kind: intake.Mismatch, OrderID: "ord_1"}
+		return intake.Result{Kind: intake.Mismatch, ID: "ord_1"}
 	case "in-flight":
 		return intake.Result{Kind: intake.InFlight, RetryAfter: time.Second}
 	}

@@ -33,6 +33,9 @@ const (
 	InFlight
 	// Unavailable: a dependency failed; retry with the same key.
 	Unavailable
+	// Refused: the request's kind cannot take it now (a problem says why); nothing
+	// started.
+	Refused
 )
 
 // Print is a request's fingerprint: the value to store with a new key, and how to

@@ -4,43 +4,55 @@ import (
 	"context"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/ingress"
+	"github.com/orderflow/orderflow/internal/identity"
 )
 
-// Events is the Kafka ingress's intake: events placed as at most one order per
-// eventId (or CloudEvent source and id), deduplicated in the consumer group's event
-// log.
+// Events is the Kafka ingress's intake: events started as at most one workflow per
+// eventId (or CloudEvent source and id) and kind, deduplicated in the consumer
+// group's event log.
 type Events struct {
-	log       EventLog
-	workflows Workflows
-	group     string
+	log   EventLog
+	kind  *Orders
+	group string
 }
 
 func newEvents(log EventLog, workflows Workflows, group string) *Events {
-	return &Events{log: log, workflows: workflows, group: group}
+	return &Events{log: log, kind: NewOrders(nil, workflows), group: group}
 }
 
-// PlaceEvent places the order of an event. processed_events is read first: it is
-// the dedup that outlives Temporal's retention, and it tells a redelivery from an
-// eventId reused with another order.
+// PlaceEvent places the order of an event.
 func (s *Events) PlaceEvent(ctx context.Context, tenant, eventID string, req Request) Result {
-	return s.place(ctx, tenant, eventID, order.WorkflowID(tenant, order.FromEvent, eventID), req)
+	return s.SubmitEvent(ctx, s.kind, tenant, eventID, req)
 }
 
-// PlaceCloudEvent places the order of the CloudEvent that source and id identify,
-// as PlaceEvent does. Its row in the event log is keyed "ce " and the pair's key:
-// no eventId holds a space, so neither can be taken for the other.
+// PlaceCloudEvent places the order of the CloudEvent that source and id identify.
 func (s *Events) PlaceCloudEvent(ctx context.Context, tenant, source, id string, req Request) Result {
-	key := order.CloudEventKey(source, id)
-	return s.place(ctx, tenant, "ce "+key, order.WorkflowID(tenant, order.FromCloudEvent, key), req)
+	return s.SubmitCloudEvent(ctx, s.kind, tenant, source, id, req)
 }
 
-func (s *Events) place(ctx context.Context, tenant, eventID, workflowID string, req Request) Result {
-	o := req.Order(tenant, workflowID)
-	out := Result{OrderID: o.ID, Kind: Replayed}
+// SubmitEvent starts the workflow of kind k that an event asks for. processed_events
+// is read first: it is the dedup that outlives Temporal's retention, and it tells a
+// redelivery from an eventId reused with another request.
+func (s *Events) SubmitEvent(ctx context.Context, k ingress.Kind, tenant, eventID string, req ingress.Request) Result {
+	wf := identity.WorkflowID(k.Name(), tenant, identity.FromEvent, eventID)
+	return s.submit(ctx, k, tenant, identity.StoredKey(k.Name(), eventID), wf, req)
+}
+
+// SubmitCloudEvent starts the workflow of the CloudEvent that source and id
+// identify, as SubmitEvent does. Its row in the event log is keyed "ce " and the
+// pair's key: no eventId holds a space, so neither can be taken for the other.
+func (s *Events) SubmitCloudEvent(ctx context.Context, k ingress.Kind, tenant, source, id string, req ingress.Request) Result {
+	key := identity.CloudEventKey(source, id)
+	wf := identity.WorkflowID(k.Name(), tenant, identity.FromCloudEvent, key)
+	return s.submit(ctx, k, tenant, identity.StoredKey(k.Name(), "ce "+key), wf, req)
+}
+
+func (s *Events) submit(ctx context.Context, k ingress.Kind, tenant, eventID, wf string, req ingress.Request) Result {
+	out := Result{ID: k.PublicID(wf), Kind: Replayed}
 	// same: a row older than fingerprints (nil) counts as this event.
-	same := func(stored []byte) bool { return stored == nil || SameRequest(stored, req) }
-	done, stored, err := s.log.Processed(ctx, s.group, o.Tenant, eventID, o.WorkflowID)
+	same := func(stored []byte) bool { return stored == nil || req.Same(stored) }
+	done, stored, err := s.log.Processed(ctx, s.group, tenant, eventID, wf)
 	switch {
 	case err != nil:
 		return unavailable("event log", err)
@@ -51,31 +63,29 @@ func (s *Events) place(ctx context.Context, tenant, eventID, workflowID string, 
 		return out
 	}
 	began := time.Now()
-	created, err := s.workflows.StartNew(ctx, o)
+	created, err := k.StartNew(ctx, tenant, wf, req)
 	if err != nil {
 		return unavailable("workflow start", err)
 	}
 	out.StartTook = time.Since(began)
-	// The row holds the order the workflow runs, whichever delivery writes it: a
+	// The row holds the request the workflow runs, whichever delivery writes it: a
 	// delivery whose start found the workflow (a concurrent one, or a redelivery
-	// after a crash between start and row) records the workflow's order, not its
+	// after a crash between start and row) records the workflow's request, not its
 	// own.
-	fp := Fingerprint(req)
+	fp := req.Fingerprint()
 	if !created {
-		made, err := s.workflows.Placed(ctx, o.WorkflowID)
-		if err != nil {
+		if fp, err = k.Placed(ctx, wf); err != nil {
 			return unavailable("workflow input", err)
 		}
-		fp = orderFingerprint(made)
 	}
-	if _, stored, err = s.log.MarkProcessed(ctx, s.group, o.Tenant, eventID, fp, o.WorkflowID); err != nil {
+	if _, stored, err = s.log.MarkProcessed(ctx, s.group, tenant, eventID, fp, wf); err != nil {
 		return unavailable("event log", err)
 	}
 	switch {
 	case created:
 		out.Kind = Created
 	case !same(stored):
-		out.Kind = Mismatch // the workflow runs another order under this eventId
+		out.Kind = Mismatch // the workflow runs another request under this eventId
 	}
 	return out
 }

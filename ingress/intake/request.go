@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/internal/order"
 )
 
@@ -28,12 +29,7 @@ type Request struct {
 }
 
 // FieldError names the part of the input that is wrong.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+type FieldError = ingress.FieldError
 
 func fieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
@@ -222,6 +218,14 @@ func SameRequest(stored []byte, r Request) bool {
 		return bytes.Equal(stored, sum[:])
 	}
 	return bytes.Equal(stored, Fingerprint(r))
+}
+
+// Fingerprint of the request: ingress.Request.
+func (r Request) Fingerprint() []byte { return Fingerprint(r) }
+
+// Same reports whether a stored fingerprint, of any version, is r's.
+func (r Request) Same(stored []byte) bool {
+	return bytes.Equal(stored, r.Fingerprint()) || SameRequest(stored, r) // the first is the usual case, and cheaper
 }
 
 // Order builds the order a workflow will run.

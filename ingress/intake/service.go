@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -21,12 +22,14 @@ const (
 	Mismatch    = idempotency.Mismatch
 	InFlight    = idempotency.InFlight
 	Unavailable = idempotency.Unavailable
+	Refused     = idempotency.Refused
 )
 
 // Result is what placing a keyed request did.
 type Result struct {
-	Kind    Outcome
-	OrderID string
+	Kind Outcome
+	// ID is the public ID of the request's workflow (an order's ord_...).
+	ID string
 	// Status and Body are the response recorded for the key: 202 with the order as
 	// accepted, or 201 when the caller waited and the order settled.
 	Status     int
@@ -79,9 +82,7 @@ type Workflows interface {
 }
 
 // Run is a started workflow; Get waits for its end.
-type Run interface {
-	Get(ctx context.Context, valuePtr any) error
-}
+type Run = ingress.Run
 
 var (
 	_ KeyStore   = (*idempotency.Store)(nil)

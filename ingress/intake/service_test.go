@@ -232,7 +232,7 @@ func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
 		t.Fatalf("first = %+v", first)
 	}
 	again := f.api.Place(context.Background(), "acme", "k1", req, 0)
-	if again.Kind != Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.OrderID != first.OrderID {
+	if again.Kind != Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.ID != first.ID {
 		t.Fatalf("replay = %+v, want the first response", again)
 	}
 	if n := f.flows.started[order.WorkflowID("acme", order.FromHTTP, "k1")]; n != 1 {
@@ -288,7 +288,7 @@ func TestPlaceHTTPAfterTheKeyExpiredAnswersFromPostgres(t *testing.T) {
 	delete(f.keys.recs, "acme/k1") // purged
 	f.flows.started = map[string]int{}
 	again := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
-	if again.Kind != Replayed || again.OrderID != first.OrderID || len(f.flows.started) != 0 {
+	if again.Kind != Replayed || again.ID != first.ID || len(f.flows.started) != 0 {
 		t.Fatalf("resent after expiry = %+v, %d starts; want the same order, no start", again, len(f.flows.started))
 	}
 	delete(f.keys.recs, "acme/k1")
@@ -365,9 +365,9 @@ func TestCancel(t *testing.T) {
 	out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
 	wf := order.WorkflowID("acme", order.FromHTTP, "k1")
 	setStatus := func(s order.Status) {
-		v := f.orders.views[out.OrderID]
+		v := f.orders.views[out.ID]
 		v.Status = s
-		f.orders.views[out.OrderID] = v
+		f.orders.views[out.ID] = v
 	}
 
 	if _, err := f.api.Cancel(context.Background(), "acme", "ord_nope"); !errors.Is(err, ErrNotFound) {
@@ -380,33 +380,33 @@ func TestCancel(t *testing.T) {
 		setStatus(order.StatusCancelled)
 		return order.StatusCancelled, nil
 	}
-	if v, err := f.api.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != order.StatusCancelled {
 		t.Fatalf("cancel = %+v, %v", v, err)
 	}
 	// The workflow has closed since: cancelling again answers the same.
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errNotCancellable }
-	if v, err := f.api.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusCancelled {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != order.StatusCancelled {
 		t.Fatalf("second cancel = %+v, %v", v, err)
 	}
 	var nc *NotCancellableError
 	setStatus(order.StatusPaid)
-	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaid {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &nc) || nc.Status != order.StatusPaid {
 		t.Fatalf("cancel of a fulfilled order: %v, want NotCancellable(PAID)", err)
 	}
 	// Accepted while the charge ran, then declined: nothing was cancelled.
 	f.flows.cancelled = func(string) (order.Status, error) { return order.StatusPaymentDeclined, nil }
-	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
 		t.Fatalf("cancel answered by a decline: %v", err)
 	}
 	// Accepted, and carried into the workflow's next run: the order as it stands.
 	setStatus(order.StatusPaymentUnknown)
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errCancelPending }
-	if v, err := f.api.Cancel(context.Background(), "acme", out.OrderID); err != nil || v.Status != order.StatusPaymentUnknown {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != order.StatusPaymentUnknown {
 		t.Fatalf("cancel pending = %+v, %v", v, err)
 	}
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errors.New("deadline exceeded") }
 	var ue *UnavailableError
-	if _, err := f.api.Cancel(context.Background(), "acme", out.OrderID); !errors.As(err, &ue) {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &ue) {
 		t.Fatalf("cancel with Temporal down: %v, want UnavailableError", err)
 	}
 }

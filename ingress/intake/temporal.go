@@ -39,61 +39,27 @@ func NewTemporal(c client.Client, dc converter.DataConverter, taskQueue string, 
 // Placed returns the order the workflow runs, read from the input of its current
 // run (a run continued as new carries the same order).
 func (t *Temporal) Placed(ctx context.Context, workflowID string) (order.Order, error) {
-	it := t.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return order.Order{}, fmt.Errorf("history of %s: empty", workflowID)
-	}
-	ev, err := it.Next()
-	if err != nil {
-		return order.Order{}, fmt.Errorf("history of %s: %w", workflowID, err)
-	}
 	var in workflows.PlaceOrder
-	if err := t.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
-		return order.Order{}, fmt.Errorf("input of %s: %w", workflowID, err)
-	}
-	return in.Order, nil
+	err := t.starter().Input(ctx, workflowID, &in)
+	return in.Order, err
 }
 
-// Start starts (or finds) the order's workflow and returns its run: a running
-// workflow absorbs the duplicate, and so does a closed one, whose ID can never start
-// a second run.
+func (t *Temporal) starter() Starter {
+	return Starter{c: t.c, dc: t.dc, taskQueue: t.taskQueue, fair: t.fair}
+}
+
+// Start starts (or finds) the order's workflow and returns its run.
 func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
-	run, err := t.start(ctx, o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false)
-	if err != nil {
-		return nil, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
-	}
-	return run, nil
+	return t.starter().Start(ctx, o.Tenant, o.WorkflowID, workflows.Order, t.input(o))
 }
 
-// StartNew starts the order's workflow; created is false when the ID exists, running
-// or closed (and still retained).
+// StartNew starts the order's workflow; created is false when the ID exists.
 func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
-	_, err := t.start(ctx, o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, true)
-	var exists *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case errors.As(err, &exists):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("start workflow %s: %w", o.WorkflowID, err)
-	}
-	return true, nil
-}
-
-// start runs workflows.Order under the order's workflow ID, never reusing the ID of a
-// closed run.
-func (t *Temporal) start(ctx context.Context, o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) (client.WorkflowRun, error) {
-	return t.c.ExecuteWorkflow(ctx, t.startOptions(o, conflict, errIfStarted), workflows.Order, t.input(o))
+	return t.starter().StartNew(ctx, o.Tenant, o.WorkflowID, workflows.Order, t.input(o))
 }
 
 func (t *Temporal) startOptions(o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                                       o.WorkflowID,
-		TaskQueue:                                t.taskQueue,
-		WorkflowIDConflictPolicy:                 conflict,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
-		Priority:                                 t.fair.Priority(o.Tenant),
-	}
+	return t.starter().options(o.Tenant, o.WorkflowID, conflict, errIfStarted)
 }
 
 func (t *Temporal) input(o order.Order) workflows.PlaceOrder {

@@ -1,0 +1,81 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/orderflow/orderflow/internal/fairness"
+)
+
+// Starter starts any kind's workflows the ingress's way: under the ID its key
+// derives, never reusing the ID of a closed run, with the tenant as fairness key.
+type Starter struct {
+	c         client.Client
+	dc        converter.DataConverter // the client's, to read a workflow's input
+	taskQueue string
+	fair      fairness.Weights
+}
+
+// Starter is the Setup's starter, for a kind of workflow other than orders.
+func (s Setup) Starter() Starter {
+	t := s.workflows()
+	return t.starter()
+}
+
+// Start starts the workflow, or finds it: a running workflow absorbs the
+// duplicate, and so does a closed one, whose ID can never start a second run.
+func (s Starter) Start(ctx context.Context, tenant, workflowID string, workflow, input any) (Run, error) {
+	run, err := s.c.ExecuteWorkflow(ctx, s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false), workflow, input)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %s: %w", workflowID, err)
+	}
+	return run, nil
+}
+
+// StartNew starts the workflow; created is false when the ID exists, running or
+// closed (and still retained).
+func (s Starter) StartNew(ctx context.Context, tenant, workflowID string, workflow, input any) (bool, error) {
+	_, err := s.c.ExecuteWorkflow(ctx, s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, true), workflow, input)
+	var exists *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &exists):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("start workflow %s: %w", workflowID, err)
+	}
+	return true, nil
+}
+
+// Input reads the input of the workflow's current run into v (a run continued as
+// new carries the same request).
+func (s Starter) Input(ctx context.Context, workflowID string, v any) error {
+	it := s.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return fmt.Errorf("history of %s: empty", workflowID)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return fmt.Errorf("history of %s: %w", workflowID, err)
+	}
+	if err := s.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), v); err != nil {
+		return fmt.Errorf("input of %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+func (s Starter) options(tenant, workflowID string, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                                       workflowID,
+		TaskQueue:                                s.taskQueue,
+		WorkflowIDConflictPolicy:                 conflict,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
+		Priority:                                 s.fair.Priority(tenant),
+	}
+}
