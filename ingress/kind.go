@@ -46,6 +46,8 @@ type Kind interface {
 	Name() string
 	// PublicID is the ID clients know a workflow of the kind by.
 	PublicID(workflowID string) string
+	// Envelope is how events of the requests topic carry the kind's requests.
+	Envelope() Envelope
 	// Decode reads and validates the payload an event of the kind carries; every
 	// error is a *FieldError.
 	Decode(payload json.RawMessage) (Request, error)
@@ -66,6 +68,14 @@ type Kind interface {
 	Record(ctx context.Context, tenant, workflowID string, req Request) (View, error)
 	// View is the workflow's answer as it stands; ErrNoView when not recorded.
 	View(ctx context.Context, tenant, workflowID string) (View, error)
+}
+
+// Envelope is how events carry a kind's requests: a plain event holds the request
+// in its member Field, beside eventId and tenant; a CloudEvent of type
+// CloudEventType holds it as its data.
+type Envelope struct {
+	Field          string
+	CloudEventType string
 }
 
 // FieldError names the part of the input that is wrong.

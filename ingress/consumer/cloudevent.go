@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"encoding/json"
-	"errors"
 	"mime"
 	"net/url"
 	"strings"
@@ -18,10 +17,11 @@ import (
 // CloudEvents 1.0 on orders.requested, as its Kafka protocol binding maps them:
 // binary mode carries the attributes in ce_* headers and the data in the value;
 // structured mode carries the whole event as JSON, with the content-type header
-// application/cloudevents+json. The data is an order, as in the envelope.
+// application/cloudevents+json. The data is the request, as in the envelope.
 const (
-	// CloudEventType is the one type orders.requested takes.
-	CloudEventType = "dev.orderflow.OrderRequested.v1"
+	// CloudEventType is the type of an order's request (the order kind's
+	// envelope); other kinds name theirs.
+	CloudEventType = intake.OrderRequestedType
 	// TenantAttribute is the extension attribute that names the tenant
 	// (ce_tenant in binary mode).
 	TenantAttribute = "tenant"
@@ -44,18 +44,18 @@ type CloudEvent struct {
 // binary mode (a ce_specversion header), in structured mode (content-type
 // application/cloudevents+json), or else the envelope. Every error is a
 // *intake.FieldError: the message is poison.
-func Decode(m kafka.Message) (Event, error) {
+func (d *Decoder) Decode(m kafka.Message) (Event, error) {
 	if _, ok := header(m.Headers, ceHeaderPrefix+"specversion"); ok {
-		return decodeBinary(m)
+		return d.decodeBinary(m)
 	}
 	if isStructured(m) {
-		return decodeStructured(m.Value)
+		return d.decodeStructured(m.Value)
 	}
-	return DecodeEvent(m.Value)
+	return d.DecodeEvent(m.Value)
 }
 
 // decodeBinary reads the attributes from the ce_* headers; the value is the data.
-func decodeBinary(m kafka.Message) (Event, error) {
+func (d *Decoder) decodeBinary(m kafka.Message) (Event, error) {
 	attrs := map[string]string{}
 	for _, h := range m.Headers {
 		name, ok := strings.CutPrefix(h.Key, ceHeaderPrefix)
@@ -73,13 +73,13 @@ func decodeBinary(m kafka.Message) (Event, error) {
 	if ct, ok := header(m.Headers, headerContentType); ok {
 		attrs["datacontenttype"] = ct
 	}
-	return cloudEvent(attrs, m.Value, ceHeaderPrefix)
+	return d.cloudEvent(attrs, m.Value, ceHeaderPrefix)
 }
 
 // decodeStructured reads the event from the value's JSON object. Extension
 // attributes are allowed, as the spec says; data_base64 is not: the data is an
 // order, JSON.
-func decodeStructured(value []byte) (Event, error) {
+func (d *Decoder) decodeStructured(value []byte) (Event, error) {
 	var members map[string]json.RawMessage
 	if err := intake.DecodeStrict(value, &members); err != nil {
 		return Event{}, err
@@ -88,7 +88,7 @@ func decodeStructured(value []byte) (Event, error) {
 		return Event{}, &intake.FieldError{Field: "body", Message: "must be a JSON object"}
 	}
 	if _, ok := members["data_base64"]; ok {
-		return Event{}, &intake.FieldError{Field: "data_base64", Message: "not accepted: the data is an order, as JSON in data"}
+		return Event{}, &intake.FieldError{Field: "data_base64", Message: "not accepted: the data is a request, as JSON in data"}
 	}
 	attrs := map[string]string{}
 	for _, name := range stringAttributes {
@@ -102,7 +102,7 @@ func decodeStructured(value []byte) (Event, error) {
 		}
 		attrs[name] = s
 	}
-	return cloudEvent(attrs, members["data"], "")
+	return d.cloudEvent(attrs, members["data"], "")
 }
 
 // stringAttributes are the attributes read, all strings; other extensions (of any
@@ -111,7 +111,7 @@ var stringAttributes = []string{"specversion", "id", "source", "type", TenantAtt
 
 // cloudEvent validates the attributes and the data; prefix is how the attributes
 // are named in errors (ce_ for headers).
-func cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, error) {
+func (d *Decoder) cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, error) {
 	bad := func(name, msg string) (Event, error) {
 		return Event{}, &intake.FieldError{Field: prefix + name, Message: msg}
 	}
@@ -135,8 +135,9 @@ func cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, err
 	if _, err := url.Parse(source); err != nil {
 		return bad("source", "must be a URI-reference")
 	}
-	if t := attrs["type"]; t != CloudEventType {
-		return bad("type", "must be "+CloudEventType)
+	k := d.byType(attrs["type"])
+	if k == nil {
+		return bad("type", "must be "+d.types())
 	}
 	tenant := attrs[TenantAttribute]
 	if !order.ValidTenant(tenant) {
@@ -151,17 +152,22 @@ func cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, err
 		}
 	}
 	if len(data) == 0 || string(data) == "null" {
-		return Event{}, &intake.FieldError{Field: "data", Message: "is required: the order"}
+		return Event{}, &intake.FieldError{Field: "data", Message: "is required: the " + k.Name()}
 	}
-	req, err := intake.DecodeRequest(data)
+	req, err := k.Decode(data)
 	if err != nil {
-		var fe *intake.FieldError
-		if errors.As(err, &fe) {
-			return Event{}, &intake.FieldError{Field: "data." + fe.Field, Message: fe.Message}
-		}
-		return Event{}, err
+		return Event{}, prefixed("data.", err)
 	}
-	return Event{Tenant: tenant, Order: req, CloudEvent: &CloudEvent{Source: source, ID: id, Type: CloudEventType}}, nil
+	return Event{Tenant: tenant, Kind: k, Request: req, CloudEvent: &CloudEvent{Source: source, ID: id, Type: attrs["type"]}}, nil
+}
+
+// types lists the CloudEvent types the decoder takes, for an error.
+func (d *Decoder) types() string {
+	ts := make([]string, len(d.kinds))
+	for i, k := range d.kinds {
+		ts[i] = k.Envelope().CloudEventType
+	}
+	return strings.Join(ts, " or ")
 }
 
 // isStructured reports a CloudEvent in structured mode: its content type says so.

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
@@ -44,10 +45,12 @@ type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// Intake places the orders of events (*intake.Events).
+// Intake starts the workflows events ask for (*intake.Events), of the kinds it
+// knows.
 type Intake interface {
-	PlaceEvent(ctx context.Context, tenant, eventID string, req intake.Request) intake.Result
-	PlaceCloudEvent(ctx context.Context, tenant, source, id string, req intake.Request) intake.Result
+	Kinds() []ingress.Kind
+	SubmitEvent(ctx context.Context, k ingress.Kind, tenant, eventID string, req ingress.Request) intake.Result
+	SubmitCloudEvent(ctx context.Context, k ingress.Kind, tenant, source, id string, req ingress.Request) intake.Result
 }
 
 // Tenants tells which tenants exist (*apikeys.Tenants): an event's tenant field is
@@ -104,6 +107,7 @@ type Consumer struct {
 	dlq     Writer
 	seal    Sealer // dead letters' values
 	intake  Intake
+	decoder *Decoder
 	tenants Tenants
 	logger  *slog.Logger
 	m       *Metrics
@@ -135,7 +139,7 @@ func New(opts Options, group Group, readers func(partition int) PartitionReader,
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
-	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, seal: seal, intake: in, tenants: tenants, logger: logger, m: m, t: t,
+	return &Consumer{opts: opts, group: group, readers: readers, dlq: dlq, seal: seal, intake: in, decoder: NewDecoder(in.Kinds()...), tenants: tenants, logger: logger, m: m, t: t,
 		slots: make(chan struct{}, opts.InFlight)}
 }
 
@@ -192,7 +196,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 // message is settled (started, duplicate, or dead-lettered) and may be committed.
 // unslotted is set once the message's handler has given its slot back (spend).
 func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool) error {
-	ev, err := Decode(m)
+	ev, err := c.decoder.Decode(m)
 	if err == nil {
 		var known bool
 		if known, err = c.tenants.Exists(ctx, ev.Tenant); err != nil {
@@ -210,9 +214,9 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool)
 	}
 	var out intake.Result
 	if ce := ev.CloudEvent; ce != nil {
-		out = c.intake.PlaceCloudEvent(ctx, ev.Tenant, ce.Source, ce.ID, ev.Order)
+		out = c.intake.SubmitCloudEvent(ctx, ev.Kind, ev.Tenant, ce.Source, ce.ID, ev.Request)
 	} else {
-		out = c.intake.PlaceEvent(ctx, ev.Tenant, ev.EventID, ev.Order)
+		out = c.intake.SubmitEvent(ctx, ev.Kind, ev.Tenant, ev.EventID, ev.Request)
 	}
 	switch out.Kind {
 	case intake.Created:
@@ -221,7 +225,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool)
 	case intake.Replayed:
 		c.m.duplicates.Inc()
 	case intake.Mismatch:
-		return c.deadLetter(ctx, m, fmt.Errorf("%s was used with a different order", ev))
+		return c.deadLetter(ctx, m, fmt.Errorf("%s was used with a different %s", ev, ev.Kind.Name()))
 	case intake.Unavailable:
 		return out.Err
 	default: // never settle what was not placed

@@ -8,19 +8,23 @@ package consumer
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
 )
 
 // Event is a message of orders.requested: an envelope, with its EventID, or a
-// CloudEvent.
+// CloudEvent, carrying a request of one kind.
 type Event struct {
 	EventID    string
 	CloudEvent *CloudEvent
 	Tenant     string
-	Order      intake.Request
+	Kind       ingress.Kind
+	Request    ingress.Request
 }
 
 // String names the event in logs and errors, by its identity.
@@ -31,35 +35,108 @@ func (e Event) String() string {
 	return "eventId " + strconv.Quote(e.EventID)
 }
 
-// DecodeEvent parses and validates an envelope strictly. Every error is a *intake.FieldError
-// naming what is wrong: the message is poison and retrying cannot fix it.
-func DecodeEvent(value []byte) (Event, error) {
-	var raw struct {
-		EventID string          `json:"eventId"`
-		Tenant  string          `json:"tenant"`
-		Order   json.RawMessage `json:"order"`
-	}
+// Decoder reads the messages of orders.requested for the kinds it knows.
+type Decoder struct {
+	kinds []ingress.Kind
+}
+
+// NewDecoder decodes requests of kinds, told apart by their envelopes.
+func NewDecoder(kinds ...ingress.Kind) *Decoder { return &Decoder{kinds: kinds} }
+
+// DecodeEvent parses and validates an envelope strictly: eventId, tenant and
+// exactly one member naming a kind. Every error is a *intake.FieldError naming what
+// is wrong: the message is poison and retrying cannot fix it.
+func (d *Decoder) DecodeEvent(value []byte) (Event, error) {
+	var raw map[string]json.RawMessage
 	if err := intake.DecodeStrict(value, &raw); err != nil {
 		return Event{}, err
 	}
-	if err := checkEventID(raw.EventID); err != nil {
+	if raw == nil {
+		return Event{}, &intake.FieldError{Field: "body", Message: "must be a JSON object"}
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		if name != "eventId" && name != "tenant" && d.byField(name) == nil {
+			return Event{}, &intake.FieldError{Field: name, Message: "unknown field"}
+		}
+	}
+	var ev Event
+	if err := unmarshalString("eventId", raw["eventId"], &ev.EventID); err != nil {
 		return Event{}, err
 	}
-	if !order.ValidTenant(raw.Tenant) {
+	if err := unmarshalString("tenant", raw["tenant"], &ev.Tenant); err != nil {
+		return Event{}, err
+	}
+	for _, k := range d.kinds {
+		if v, ok := raw[k.Envelope().Field]; ok {
+			if err := d.member(k, v, &ev); err != nil {
+				return Event{}, err
+			}
+		}
+	}
+	if err := checkEventID(ev.EventID); err != nil {
+		return Event{}, err
+	}
+	if !order.ValidTenant(ev.Tenant) {
 		return Event{}, &intake.FieldError{Field: "tenant", Message: "missing or not a tenant name"}
 	}
-	if len(raw.Order) == 0 || string(raw.Order) == "null" {
-		return Event{}, &intake.FieldError{Field: "order", Message: "is required"}
+	if ev.Kind == nil {
+		return Event{}, &intake.FieldError{Field: d.kinds[0].Envelope().Field, Message: "is required"}
 	}
-	req, err := intake.DecodeRequest(raw.Order)
+	return ev, nil
+}
+
+// member decodes the member that carries a kind's request.
+func (d *Decoder) member(k ingress.Kind, v json.RawMessage, ev *Event) error {
+	name := k.Envelope().Field
+	switch {
+	case string(v) == "null":
+		return nil // absent, as before kinds
+	case ev.Kind != nil:
+		return &intake.FieldError{Field: name, Message: "an event carries one request: " + ev.Kind.Envelope().Field + " is there already"}
+	}
+	req, err := k.Decode(v)
 	if err != nil {
-		var fe *intake.FieldError
-		if errors.As(err, &fe) {
-			return Event{}, &intake.FieldError{Field: "order." + fe.Field, Message: fe.Message}
-		}
-		return Event{}, err
+		return prefixed(name+".", err)
 	}
-	return Event{EventID: raw.EventID, Tenant: raw.Tenant, Order: req}, nil
+	ev.Kind, ev.Request = k, req
+	return nil
+}
+
+func (d *Decoder) byField(name string) ingress.Kind {
+	for _, k := range d.kinds {
+		if k.Envelope().Field == name {
+			return k
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) byType(ceType string) ingress.Kind {
+	for _, k := range d.kinds {
+		if k.Envelope().CloudEventType == ceType {
+			return k
+		}
+	}
+	return nil
+}
+
+// prefixed names a field error's field within where.
+func prefixed(where string, err error) error {
+	var fe *intake.FieldError
+	if errors.As(err, &fe) {
+		return &intake.FieldError{Field: where + fe.Field, Message: fe.Message}
+	}
+	return err
+}
+
+func unmarshalString(name string, v json.RawMessage, into *string) error {
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(v, into); err != nil {
+		return &intake.FieldError{Field: name, Message: "must be a string"}
+	}
+	return nil
 }
 
 func checkEventID(id string) error {

@@ -14,12 +14,16 @@ import (
 type Events struct {
 	log   EventLog
 	kind  *Orders
+	more  []ingress.Kind
 	group string
 }
 
-func newEvents(log EventLog, workflows Workflows, group string) *Events {
-	return &Events{log: log, kind: NewOrders(nil, workflows), group: group}
+func newEvents(log EventLog, workflows Workflows, group string, more ...ingress.Kind) *Events {
+	return &Events{log: log, kind: NewOrders(nil, workflows), more: more, group: group}
 }
+
+// Kinds are the kinds the intake starts: orders first.
+func (s *Events) Kinds() []ingress.Kind { return append([]ingress.Kind{s.kind}, s.more...) }
 
 // PlaceEvent places the order of an event.
 func (s *Events) PlaceEvent(ctx context.Context, tenant, eventID string, req Request) Result {

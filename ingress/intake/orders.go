@@ -33,6 +33,14 @@ func (*Orders) Name() string { return order.Kind }
 // PublicID is the order's ID (ord_...).
 func (*Orders) PublicID(workflowID string) string { return order.IDFor(workflowID) }
 
+// Envelope: a plain event's "order", or a CloudEvent OrderRequested.
+func (*Orders) Envelope() ingress.Envelope {
+	return ingress.Envelope{Field: "order", CloudEventType: OrderRequestedType}
+}
+
+// OrderRequestedType is the CloudEvent type of an order's request.
+const OrderRequestedType = "dev.orderflow.OrderRequested.v1"
+
 // Decode reads the order an event carries.
 func (*Orders) Decode(payload json.RawMessage) (ingress.Request, error) {
 	return DecodeRequest(payload)

@@ -129,7 +129,7 @@ func jsonType(kind string) string {
 		return "integer"
 	case "slice":
 		return "array"
-	case "struct":
+	case "struct", "map":
 		return "object"
 	}
 	return kind

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -56,9 +57,9 @@ func NewAPI(s Setup, keys *idempotency.Store) *Requests {
 }
 
 // NewConsumer is the intake of the worker's Kafka ingress, deduplicating the
-// events of consumer group.
-func NewConsumer(s Setup, group string) *Events {
-	return newEvents(idempotency.NewEvents(s.Pool), s.workflows(), group)
+// events of consumer group: orders, and the more kinds given.
+func NewConsumer(s Setup, group string, more ...ingress.Kind) *Events {
+	return newEvents(idempotency.NewEvents(s.Pool), s.workflows(), group, more...)
 }
 
 // PolicyFromEnv reads how orders treat time (CANCEL_WINDOW, PAYMENT_LOOKUP_DELAY,
