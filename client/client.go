@@ -1,11 +1,11 @@
 // Package client calls orderflow's API the way retries stay safe: one
 // Idempotency-Key per logical call, reused on every attempt; 409 (in progress),
 // 429, 503 and broken connections retried after Retry-After with jitter, within
-// a budget; 400, 401, 404, 409 (not cancellable), 413, 415 and 422 never; errors
-// as typed problems carrying the Request-Id.
+// a budget; 400, 401, 404, 409 (not cancellable, not refundable), 413, 415 and 422
+// never; errors as typed problems carrying the Request-Id.
 //
 // It is written by hand over the OpenAPI spec (ingress/httpapi/openapi.yaml):
-// four operations, where a generated client would bring types and a dependency
+// seven operations, where a generated client would bring types and a dependency
 // but none of the retry rules, which are the point.
 package client
 
@@ -166,6 +166,59 @@ func (c *Client) ListOrders(ctx context.Context, p ListParams) (*Page, error) {
 		path += "?" + q.Encode()
 	}
 	var page Page
+	if _, err := c.do(ctx, http.MethodGet, path, nil, nil, &page, nil); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// RefundOrder asks for a refund of a paid order once, however many attempts it
+// takes: every attempt carries key, the Idempotency-Key of this logical refund
+// (required: keep it, and send it again whenever the caller itself starts over).
+// A zero RefundRequest refunds what is left of the order's charge. The refund is
+// PENDING (202), or settled if the API answered with it settled; an amount over
+// what is left ends FAILED, not in an error. A 409 order-not-refundable (the order
+// is not PAID or PARTIALLY_REFUNDED), a 404, a 422 (key reused) are final.
+func (c *Client) RefundOrder(ctx context.Context, orderID string, key string, r RefundRequest) (Refund, error) {
+	if key == "" {
+		return Refund{}, errors.New("client: RefundOrder needs the refund's Idempotency-Key")
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return Refund{}, fmt.Errorf("client: encode refund: %w", err)
+	}
+	hdr := http.Header{"Idempotency-Key": {key}, "Content-Type": {"application/json"}}
+	var out Refund
+	if _, err := c.do(ctx, http.MethodPost, "/v1/orders/"+url.PathEscape(orderID)+"/refunds", body, hdr, &out, nil); err != nil {
+		return Refund{}, err
+	}
+	return out, nil
+}
+
+// GetRefund reads one of the tenant's refunds.
+func (c *Client) GetRefund(ctx context.Context, id string) (*Refund, error) {
+	var r Refund
+	if _, err := c.do(ctx, http.MethodGet, "/v1/refunds/"+url.PathEscape(id), nil, nil, &r, nil); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ListRefunds reads a page of an order's refunds, newest first; the next page is
+// p with Cursor set to the page's NextCursor, while HasMore.
+func (c *Client) ListRefunds(ctx context.Context, orderID string, p RefundListParams) (*RefundPage, error) {
+	q := url.Values{}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	path := "/v1/orders/" + url.PathEscape(orderID) + "/refunds"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page RefundPage
 	if _, err := c.do(ctx, http.MethodGet, path, nil, nil, &page, nil); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,9 @@ const (
 	KindInProgress    = "request-in-progress"
 	KindNotFound      = "not-found"
 	KindNotCancelable = "not-cancellable"
+	// KindNotRefundable: the order is not PAID or PARTIALLY_REFUNDED; nothing was
+	// sent to the payment provider.
+	KindNotRefundable = "order-not-refundable"
 	KindQuotaExceeded = "quota-exceeded"
 	KindUnavailable   = "unavailable"
 	KindUnauthorized  = "unauthorized"
@@ -53,7 +56,8 @@ func (p *Problem) Error() string {
 
 // Retryable reports whether the same request, with the same key, may succeed
 // later: a request in progress, a spent budget, an unavailable dependency, a
-// proxy's or the API's own failure. 400, 401, 404, 413, 415 and 422 never do.
+// proxy's or the API's own failure. 400, 401, 404, 413, 415, 422 and a 409
+// other than request-in-progress (not cancellable, order not refundable) never do.
 func (p *Problem) Retryable() bool {
 	switch p.Status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInternalServerError,

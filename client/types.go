@@ -46,14 +46,16 @@ type NextAction struct {
 
 // Order is an order as the API shows it.
 type Order struct {
-	ID             string      `json:"id"`
-	Status         Status      `json:"status"`
-	CustomerID     string      `json:"customer_id"`
-	Currency       string      `json:"currency"`
-	Amount         int64       `json:"amount"`
-	Items          []Item      `json:"items"`
-	PaymentRef     string      `json:"payment_ref,omitempty"`
-	Failure        string      `json:"failure,omitempty"`
+	ID         string `json:"id"`
+	Status     Status `json:"status"`
+	CustomerID string `json:"customer_id"`
+	Currency   string `json:"currency"`
+	Amount     int64  `json:"amount"`
+	Items      []Item `json:"items"`
+	PaymentRef string `json:"payment_ref,omitempty"`
+	Failure    string `json:"failure,omitempty"`
+	// AmountRefunded counts refund requests and refunds made by others at the
+	// provider.
 	AmountRefunded int64       `json:"amount_refunded,omitempty"`
 	NextAction     *NextAction `json:"next_action,omitempty"`
 	CreatedAt      time.Time   `json:"created_at"`
@@ -91,4 +93,68 @@ type Page struct {
 	Data       []Order `json:"data"`
 	HasMore    bool    `json:"has_more"`
 	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// RefundStatus is a refund's status (the spec's RefundStatus).
+type RefundStatus string
+
+// The statuses a refund takes.
+const (
+	// RefundPending: accepted, being reserved or sent to the provider.
+	RefundPending RefundStatus = "PENDING"
+	// RefundSucceeded: the provider refunded Amount.
+	RefundSucceeded RefundStatus = "SUCCEEDED"
+	// RefundFailed: nothing was refunded, for good; Failure says why.
+	RefundFailed RefundStatus = "FAILED"
+)
+
+// RefundReason is why a refund is made, as the provider records it.
+type RefundReason string
+
+// The reasons a refund may give; none is fine too.
+const (
+	ReasonDuplicate           RefundReason = "duplicate"
+	ReasonFraudulent          RefundReason = "fraudulent"
+	ReasonRequestedByCustomer RefundReason = "requested_by_customer"
+)
+
+// RefundRequest is what RefundOrder sends; its zero value refunds what is left of
+// the order's charge.
+type RefundRequest struct {
+	// Amount in the order's minor units; 0 asks for what is left when the refund
+	// is reserved. More than is left ends the refund FAILED.
+	Amount int64        `json:"amount,omitempty"`
+	Reason RefundReason `json:"reason,omitempty"`
+}
+
+// Refund is a refund as the API shows it.
+type Refund struct {
+	ID      string       `json:"id"`
+	OrderID string       `json:"order_id"`
+	Status  RefundStatus `json:"status"`
+	// Amount is what is reserved, then refunded: 0 until the refund is reserved.
+	Amount int64 `json:"amount"`
+	// AmountRequested is what was asked for: 0 for what was left.
+	AmountRequested int64 `json:"amount_requested"`
+	// Currency is the order's, empty until the refund is reserved.
+	Currency string       `json:"currency,omitempty"`
+	Reason   RefundReason `json:"reason,omitempty"`
+	// Failure says why a FAILED refund failed: it starts with
+	// "amount_exceeds_refundable" when it asked for more than was left.
+	Failure   string    `json:"failure,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// RefundListParams page ListRefunds; zero values are not sent.
+type RefundListParams struct {
+	Limit  int
+	Cursor string
+}
+
+// RefundPage is one page of ListRefunds, newest first.
+type RefundPage struct {
+	Data       []Refund `json:"data"`
+	HasMore    bool     `json:"has_more"`
+	NextCursor string   `json:"next_cursor,omitempty"`
 }
