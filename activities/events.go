@@ -25,13 +25,17 @@ const (
 	EventOrderRefunded          = "OrderRefunded"
 	EventOrderDisputed          = "OrderDisputed"
 	EventOrderDisputeWon        = "OrderDisputeWon"
+	// A refund request's end: refunded, or refused for good.
+	EventRefundSucceeded = "RefundSucceeded"
+	EventRefundFailed    = "RefundFailed"
 )
 
 // EventTypes are every type published, each with its schema in
 // contracts/orders.events/v1.
 func EventTypes() []string {
 	return []string{EventOrderPaid, EventOrderPaymentDeclined, EventOrderCancelled, EventOrderFailed,
-		EventOrderPartiallyRefunded, EventOrderRefunded, EventOrderDisputed, EventOrderDisputeWon}
+		EventOrderPartiallyRefunded, EventOrderRefunded, EventOrderDisputed, EventOrderDisputeWon,
+		EventRefundSucceeded, EventRefundFailed}
 }
 
 // CloudEvents attributes of every event, in binary mode (Kafka protocol binding):
@@ -65,23 +69,32 @@ func NewEvents(w MessageWriter, t *tracing.Tracing) *Events {
 	return &Events{w: w, t: t}
 }
 
-// Event is an order event. EventID is derived from the workflow ID and the type, so
-// a retried publish carries the same ID and consumers can drop the duplicate.
+// Event is an event of an order: its own (Order...), or of one of its refund
+// requests (Refund..., RefundID set, WorkflowID the refund's). EventID is derived
+// from the workflow ID and the type, so a retried publish carries the same ID and
+// consumers can drop the duplicate.
 type Event struct {
-	EventID    string       `json:"eventId"`
-	Type       string       `json:"type"`
-	OrderID    string       `json:"orderId"`
-	Tenant     string       `json:"tenant"`
-	WorkflowID string       `json:"workflowId"`
-	Status     order.Status `json:"status"`
-	Amount     int64        `json:"amount"`
-	Currency   string       `json:"currency"`
-	PaymentRef string       `json:"paymentRef,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
-	// AmountRefunded is what others refunded (OrderPartiallyRefunded,
-	// OrderRefunded); each amount is an event of its own.
-	AmountRefunded int64     `json:"amountRefunded,omitempty"`
-	OccurredAt     time.Time `json:"occurredAt"`
+	EventID    string `json:"eventId"`
+	Type       string `json:"type"`
+	OrderID    string `json:"orderId"`
+	Tenant     string `json:"tenant"`
+	WorkflowID string `json:"workflowId"`
+	// Status is the order's (every Order... event); a refund's event has none.
+	Status order.Status `json:"status,omitempty"`
+	// Amount and Currency are the order's (every Order... event, and a refund's
+	// when its order exists).
+	Amount     int64  `json:"amount,omitempty"`
+	Currency   string `json:"currency,omitempty"`
+	PaymentRef string `json:"paymentRef,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// AmountRefunded is what was refunded at the provider in all
+	// (OrderPartiallyRefunded, OrderRefunded); each amount is an event of its own.
+	AmountRefunded int64 `json:"amountRefunded,omitempty"`
+	// RefundID is the refund request's (rfd_...), RefundAmount what it refunded
+	// (RefundSucceeded) or asked for (RefundFailed; none for all that was left).
+	RefundID     string    `json:"refundId,omitempty"`
+	RefundAmount int64     `json:"refundAmount,omitempty"`
+	OccurredAt   time.Time `json:"occurredAt"`
 }
 
 // Publish writes the event keyed by order ID, so one order's events stay in order.

@@ -33,6 +33,8 @@ var published = map[string]Event{
 	EventOrderRefunded:          {Status: order.StatusRefunded, PaymentRef: "pi_1", AmountRefunded: 500},
 	EventOrderDisputed:          {Status: order.StatusDisputed, PaymentRef: "pi_1"},
 	EventOrderDisputeWon:        {Status: order.StatusPaid, PaymentRef: "pi_1"},
+	EventRefundSucceeded:        {PaymentRef: "pi_1", RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", RefundAmount: 200},
+	EventRefundFailed:           {PaymentRef: "pi_1", RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", RefundAmount: 900, Reason: "amount_exceeds_refundable: 300 left"},
 }
 
 func TestEveryEventMatchesItsContract(t *testing.T) {
@@ -121,4 +123,38 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// A refund request's event carries no order status, and an order's event no
+// refund request; a RefundFailed of an order that does not exist carries neither
+// amount nor currency.
+func TestRefundEventsAreNotOrderEvents(t *testing.T) {
+	v, err := contracts.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := order.WorkflowID("acme", order.FromHTTP, "k1")
+	encode := func(e Event) []byte {
+		w := &capture{}
+		e.OrderID, e.Tenant, e.WorkflowID, e.OccurredAt = order.IDFor(wf), "acme", wf, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		if err := NewEvents(w, nil).Publish(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		return w.msgs[0].Value
+	}
+	for _, c := range []struct {
+		e     Event
+		valid bool
+	}{
+		{Event{Type: EventRefundFailed, RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", Reason: "order_not_refundable: no such order"}, true},
+		{Event{Type: EventRefundFailed, RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", Reason: "x", Status: order.StatusPaid}, false},
+		{Event{Type: EventRefundSucceeded, RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", RefundAmount: 1, PaymentRef: "pi_1"}, false}, // no order amount
+		{Event{Type: EventOrderPaid, Status: order.StatusPaid, Amount: 1, Currency: "EUR", PaymentRef: "pi_1", RefundID: "rfd_abcdefghijklmnopqrstuvwxyz"}, false},
+		{Event{Type: EventOrderPaid, Status: order.StatusPaid, PaymentRef: "pi_1"}, false}, // no amount
+	} {
+		err := v.Validate(contracts.EventSchema(c.e.Type), encode(c.e))
+		if (err == nil) != c.valid {
+			t.Errorf("%+v: valid %v, want %v (%v)", c.e, err == nil, c.valid, err)
+		}
+	}
 }
