@@ -9,6 +9,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/webhooks"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/ledger"
@@ -17,6 +18,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/quota"
+	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
 // newHandler builds the API's handler tree on the process's connections. The
@@ -42,12 +44,15 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		return nil, err
 	}
 	go limits.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
+	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
+		Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}
+	orders := intake.NewAPI(setup, idem)
 	return httpapi.NewServer(httpapi.Deps{
-		Logger:   logger,
-		Registry: reg,
-		Keys:     apikeys.New(base.Pool, c.KeyCacheTTL),
-		Intake: intake.NewAPI(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-			Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}, idem),
+		Logger:       logger,
+		Registry:     reg,
+		Keys:         apikeys.New(base.Pool, c.KeyCacheTTL),
+		Intake:       orders,
+		Refunds:      refunds.NewService(refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()), orders),
 		Quota:        limits,
 		ProblemBase:  c.ProblemBase,
 		MaxBodyBytes: int64(c.MaxBodyBytes),

@@ -10,11 +10,14 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/quota"
+	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader
@@ -34,7 +37,9 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, dl
 	go budget.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
 	opts := c.Consumer
 	opts.Budget = budget
-	in := intake.NewConsumer(intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Policy: c.Policy, Logger: logger, Codec: base.Codec}, c.Consumer.Group)
+	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
+		Policy: c.Policy, Logger: logger, Codec: base.Codec}
+	in := intake.NewConsumer(setup, c.Consumer.Group,
+		refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()))
 	return consumer.New(opts, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

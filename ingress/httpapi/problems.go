@@ -28,6 +28,7 @@ const (
 	kindNotFound         kind = "not-found"
 	kindMethodNotAllowed kind = "method-not-allowed"
 	kindNotCancellable   kind = "not-cancellable"
+	kindNotRefundable    kind = "order-not-refundable"
 	kindUnavailable      kind = "unavailable"
 	kindQuotaExceeded    kind = "quota-exceeded"
 	kindInternal         kind = "internal"
@@ -62,6 +63,8 @@ func (k kind) status() (int, string) {
 		return http.StatusMethodNotAllowed, "Method not allowed"
 	case kindNotCancellable:
 		return http.StatusConflict, "Order can no longer be cancelled"
+	case kindNotRefundable:
+		return http.StatusConflict, "Order cannot be refunded"
 	case kindUnavailable:
 		return http.StatusServiceUnavailable, "Service temporarily unavailable"
 	case kindQuotaExceeded:
@@ -104,7 +107,7 @@ func Kinds() []string {
 	return []string{string(kindUnauthorized), string(kindMissingKey), string(kindMalformedKey), string(kindInvalidBody),
 		string(kindBodyTooLarge), string(kindUnsupportedMedia), string(kindInvalidQuery), string(kindInvalidPath),
 		string(kindKeyReused), string(kindInProgress), string(kindNotFound), string(kindMethodNotAllowed),
-		string(kindNotCancellable), string(kindUnavailable), string(kindQuotaExceeded), string(kindInternal)}
+		string(kindNotCancellable), string(kindNotRefundable), string(kindUnavailable), string(kindQuotaExceeded), string(kindInternal)}
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {

@@ -61,6 +61,8 @@ type Deps struct {
 	// ProblemBase prefixes each problem's kind to make its type URL, where the
 	// kind is documented (docs/problems/); empty: DefaultProblemBase.
 	ProblemBase string
+	// Refunds serves the refunds of orders (nil: no refund routes).
+	Refunds Refunds
 	// Webhooks serves the payment provider's webhooks at /webhooks/stripe, outside
 	// /v1's API keys: it checks the provider's signature itself (nil: no route).
 	Webhooks http.Handler
@@ -101,6 +103,11 @@ func NewServer(d Deps) http.Handler {
 		r.Get("/orders", a.listOrders)
 		r.Get("/orders/{id}", a.getOrder)
 		r.Post("/orders/{id}/cancel", a.cancelOrder)
+		if d.Refunds != nil {
+			r.Post("/orders/{id}/refunds", a.createRefund)
+			r.Get("/orders/{id}/refunds", a.listRefunds)
+			r.Get("/refunds/{id}", a.getRefund)
+		}
 	})
 	if d.Tracing == nil {
 		return r

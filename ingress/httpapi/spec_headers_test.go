@@ -21,7 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/webhooks"
 	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/apikeys"
@@ -82,6 +84,53 @@ func (scripted) Cancel(_ context.Context, _, id string) (wire.Order, error) {
 	return wire.Order{}, errors.New("down")
 }
 
+type scriptedRefunds struct{}
+
+func (scriptedRefunds) Request(_ context.Context, _, key string, _ refunds.Request, wait time.Duration) intake.Result {
+	expires := time.Now().Add(24 * time.Hour)
+	switch key {
+	case "created":
+		status := http.StatusAccepted
+		if wait > 0 {
+			status = http.StatusCreated
+		}
+		return intake.Result{Kind: intake.Created, ID: "rfd_1", Status: status, Body: []byte(`{}`), KeyExpires: expires}
+	case "replayed":
+		return intake.Result{Kind: intake.Replayed, ID: "rfd_1", Status: http.StatusAccepted, Body: []byte(`{}`), KeyExpires: expires}
+	case "mismatch":
+		return intake.Result{Kind: intake.Mismatch, ID: "rfd_1"}
+	case "in-flight":
+		return intake.Result{Kind: intake.InFlight, RetryAfter: time.Second}
+	case "no-order":
+		return intake.Result{Kind: intake.Refused, Err: &ingress.Refusal{Problem: "not-found", Detail: "no such order"}}
+	case "not-refundable":
+		return intake.Result{Kind: intake.Refused, Err: &ingress.Refusal{Problem: "order-not-refundable", Detail: "CANCELLED"}}
+	}
+	return intake.Result{Kind: intake.Unavailable, Err: errors.New("down")}
+}
+
+func (scriptedRefunds) Get(_ context.Context, _, id string) (wire.Refund, error) {
+	switch id {
+	case "rfd_1":
+		return wire.Refund{ID: id}, nil
+	case "rfd_missing":
+		return wire.Refund{}, intake.ErrNotFound
+	}
+	return wire.Refund{}, errors.New("down")
+}
+
+func (scriptedRefunds) List(_ context.Context, _, orderID string, _ int, cursor string) ([]wire.Refund, string, error) {
+	switch {
+	case orderID == "ord_missing":
+		return nil, "", intake.ErrNotFound
+	case cursor == "":
+		return []wire.Refund{{ID: "rfd_1"}}, "", nil
+	case cursor == "stale":
+		return nil, "", intake.ErrBadCursor
+	}
+	return nil, "", errors.New("down")
+}
+
 // keysByName: "k-acme" is acme's, "k-spent" a tenant over its budget, "k-busy"
 // cannot be checked now, anything else is not a key.
 type keysByName struct{}
@@ -118,7 +167,7 @@ func TestEveryHeaderTheAPISendsIsInTheSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: reg,
-		Keys: keysByName{}, Intake: scripted{}, Quota: spentTenant{}, MaxBodyBytes: 1 << 10, Webhooks: hooks}))
+		Keys: keysByName{}, Intake: scripted{}, Refunds: scriptedRefunds{}, Quota: spentTenant{}, MaxBodyBytes: 1 << 10, Webhooks: hooks}))
 	t.Cleanup(srv.Close)
 	const order = `{"customer_id":"c","currency":"USD","items":[{"sku":"s","quantity":1,"unit_amount":1}],"payment_method":"pm_card_visa"}`
 	type call struct {
@@ -127,6 +176,9 @@ func TestEveryHeaderTheAPISendsIsInTheSpec(t *testing.T) {
 	}
 	post := func(key string, hdr map[string]string) call {
 		return call{"POST", "/v1/orders", "/v1/orders", key, "k-acme", order, hdr}
+	}
+	rpost := func(key string, hdr map[string]string) call {
+		return call{"POST", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", key, "k-acme", `{"amount":100,"reason":"duplicate"}`, hdr}
 	}
 	calls := []call{
 		post("created", nil), post("created", map[string]string{"Prefer": "wait=5"}), post("replayed", nil),
@@ -157,6 +209,26 @@ func TestEveryHeaderTheAPISendsIsInTheSpec(t *testing.T) {
 		{"POST", "/v1/orders/ord_down/cancel", "/v1/orders/{id}/cancel", "", "k-acme", "", nil},
 		{"POST", "/v1/orders/ord_1/cancel", "/v1/orders/{id}/cancel", "", "k-spent", "", nil},
 		{"POST", "/v1/orders/ord_1/cancel", "/v1/orders/{id}/cancel", "", "", "", nil},
+		rpost("created", nil), rpost("created", map[string]string{"Prefer": "wait=5"}), rpost("replayed", nil),
+		rpost("mismatch", nil), rpost("in-flight", nil), rpost("down", nil), rpost("", nil), rpost("bad key", nil),
+		rpost("no-order", nil), rpost("not-refundable", nil),
+		{"POST", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "k", "k-acme", `{"amount":0}`, nil},
+		{"POST", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "k", "k-acme", strings.Repeat("x", 2<<10), nil},
+		{"POST", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "k", "k-acme", "{}", map[string]string{"Content-Type": "text/plain"}},
+		{"POST", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "k", "", "{}", nil},
+		{"POST", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "k", "k-spent", "{}", nil},
+		{"GET", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "", "k-acme", "", nil},
+		{"GET", "/v1/orders/ord_missing/refunds", "/v1/orders/{id}/refunds", "", "k-acme", "", nil},
+		{"GET", "/v1/orders/ord_1/refunds?limit=0", "/v1/orders/{id}/refunds", "", "k-acme", "", nil},
+		{"GET", "/v1/orders/ord_1/refunds?cursor=down", "/v1/orders/{id}/refunds", "", "k-acme", "", nil},
+		{"GET", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "", "k-spent", "", nil},
+		{"GET", "/v1/orders/ord_1/refunds", "/v1/orders/{id}/refunds", "", "", "", nil},
+		{"GET", "/v1/refunds/rfd_1", "/v1/refunds/{id}", "", "k-acme", "", nil},
+		{"GET", "/v1/refunds/rfd_missing", "/v1/refunds/{id}", "", "k-acme", "", nil},
+		{"GET", "/v1/refunds/" + strings.Repeat("x", 300), "/v1/refunds/{id}", "", "k-acme", "", nil},
+		{"GET", "/v1/refunds/rfd_down", "/v1/refunds/{id}", "", "k-acme", "", nil},
+		{"GET", "/v1/refunds/rfd_1", "/v1/refunds/{id}", "", "k-spent", "", nil},
+		{"GET", "/v1/refunds/rfd_1", "/v1/refunds/{id}", "", "", "", nil},
 		{"GET", "/openapi.yaml", "/openapi.yaml", "", "", "", nil},
 		{"POST", "/webhooks/stripe", "/webhooks/stripe", "", "", `{"id":"evt_1"}`, map[string]string{"Stripe-Signature": "t=1,v1=00"}},
 		{"POST", "/webhooks/stripe", "/webhooks/stripe", "", "", strings.Repeat("x", webhooks.MaxBodyBytes+1), nil},

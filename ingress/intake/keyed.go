@@ -9,6 +9,7 @@ import (
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/internal/order"
 )
 
 // StartBudget bounds the critical section of a keyed start (claim, start, record,
@@ -38,9 +39,10 @@ func (s *Requests) Submit(ctx context.Context, k ingress.Kind, tenant, key strin
 		// ID derived when the key was first claimed.
 		wf = rec.WorkflowID
 	}
-	if claim == idempotency.Claimed && rec.OrderRecorded {
+	if claim == idempotency.Claimed && (rec.OrderRecorded || k.Name() != order.Kind) {
 		// Postgres outlives Temporal's retention and the key's record: a workflow
-		// that is recorded answers, and none starts again for it.
+		// that is recorded answers, and none starts again for it. The claim's own
+		// statement asks the orders table; another kind's record is read here.
 		if done, ok := s.existing(cctx, k, tenant, wf, stored, req); ok {
 			done.KeyExpires = rec.Expires
 			return done

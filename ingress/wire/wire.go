@@ -1,4 +1,4 @@
-// Package wire is an order as HTTP clients read it: the JSON of every order
+// Package wire is what HTTP clients read: the JSON of every order and refund
 // response, and of the responses stored for an Idempotency-Key's replays. The
 // order store's row stays free of it.
 package wire
@@ -9,6 +9,8 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
 // Order is an order as clients see it.
@@ -45,4 +47,26 @@ func List(rows []orderstore.Row) []Order {
 		out[i] = From(r)
 	}
 	return out
+}
+
+// Refund is a refund request as clients see it.
+type Refund struct {
+	ID      string        `json:"id"`
+	OrderID string        `json:"order_id"`
+	Status  refund.Status `json:"status"`
+	// Amount is what is reserved or refunded: 0 until the refund is reserved.
+	Amount int64 `json:"amount"`
+	// AmountRequested is what the client asked for: 0 for what is left.
+	AmountRequested int64         `json:"amount_requested"`
+	Currency        string        `json:"currency,omitempty"`
+	Reason          refund.Reason `json:"reason,omitempty"`
+	Failure         string        `json:"failure,omitempty"`
+	CreatedAt       time.Time     `json:"created_at"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+}
+
+// RefundFrom is the refund of a row of the refunds table.
+func RefundFrom(r refundstore.Row) Refund {
+	return Refund{ID: r.ID, OrderID: r.OrderID, Status: r.Status, Amount: r.Amount, AmountRequested: r.AmountRequested,
+		Currency: r.Currency, Reason: r.Reason, Failure: r.Failure, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
@@ -118,7 +119,10 @@ func (h *Orders) APIIntake(cancelWindow time.Duration) *intake.Requests {
 }
 
 // ConsumerIntake is the Kafka ingress's intake on this pipeline's task queue,
-// deduplicating the events of group.
-func (h *Orders) ConsumerIntake(group string) *intake.Events {
-	return intake.NewConsumer(h.setup(0), group)
+// deduplicating the events of group: orders, and the more kinds given.
+func (h *Orders) ConsumerIntake(group string, more ...ingress.Kind) *intake.Events {
+	return intake.NewConsumer(h.setup(0), group, more...)
 }
+
+// Starter starts workflows of any kind on this pipeline's task queue.
+func (h *Orders) Starter() intake.Starter { return h.setup(0).Starter() }

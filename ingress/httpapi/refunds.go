@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/orderflow/orderflow/ingress"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/refunds"
+	"github.com/orderflow/orderflow/ingress/wire"
+)
+
+// Refunds requests and reads refunds of orders (*refunds.Service).
+type Refunds interface {
+	Request(ctx context.Context, tenant, key string, req refunds.Request, wait time.Duration) intake.Result
+	Get(ctx context.Context, tenant, id string) (wire.Refund, error)
+	List(ctx context.Context, tenant, orderID string, limit int, cursor string) ([]wire.Refund, string, error)
+}
+
+var _ Refunds = (*refunds.Service)(nil)
+
+func (a *api) createRefund(w http.ResponseWriter, r *http.Request) {
+	orderID, p := pathID(r)
+	if p != nil {
+		writeProblem(w, r, *p)
+		return
+	}
+	a.keyed(w, r, "/v1/refunds/", func(body []byte) (ingress.Request, error) { return refunds.DecodeHTTP(body, orderID) },
+		func(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result {
+			return a.Refunds.Request(ctx, tenant, key, req.(refunds.Request), wait)
+		})
+}
+
+func (a *api) getRefund(w http.ResponseWriter, r *http.Request) {
+	id, p := pathID(r)
+	if p != nil {
+		writeProblem(w, r, *p)
+		return
+	}
+	v, err := a.Refunds.Get(r.Context(), tenantOf(r.Context()), id)
+	switch {
+	case err == nil:
+		resp, _ := json.Marshal(v)
+		writeJSON(w, http.StatusOK, resp)
+	case errors.Is(err, intake.ErrNotFound):
+		writeProblem(w, r, newProblem(kindNotFound, "no such refund"))
+	default:
+		a.unavailable(w, r, err)
+	}
+}
+
+func (a *api) listRefunds(w http.ResponseWriter, r *http.Request) {
+	orderID, p := pathID(r)
+	if p != nil {
+		writeProblem(w, r, *p)
+		return
+	}
+	limit, cursor, p := page(r)
+	if p != nil {
+		writeProblem(w, r, *p)
+		return
+	}
+	views, next, err := a.Refunds.List(r.Context(), tenantOf(r.Context()), orderID, limit, cursor)
+	switch {
+	case errors.Is(err, intake.ErrNotFound):
+		writeProblem(w, r, newProblem(kindNotFound, "no such order"))
+		return
+	case errors.Is(err, intake.ErrBadCursor):
+		writeProblem(w, r, fieldProblem(kindInvalidQuery, "cursor", "not a cursor from a previous page"))
+		return
+	case err != nil:
+		a.unavailable(w, r, err)
+		return
+	}
+	resp, _ := json.Marshal(struct {
+		Data       []wire.Refund `json:"data"`
+		HasMore    bool          `json:"has_more"`
+		NextCursor string        `json:"next_cursor,omitempty"`
+	}{views, next != "", next})
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// page reads a list's limit (1 to 100, 20 by default) and cursor.
+func page(r *http.Request) (int, string, *problem) {
+	q := r.URL.Query()
+	for _, name := range []string{"cursor", "limit"} {
+		if msg := checkParam(q.Get(name), maxParamLen); msg != "" {
+			p := fieldProblem(kindInvalidQuery, name, msg)
+			return 0, "", &p
+		}
+	}
+	limit := 20
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			p := fieldProblem(kindInvalidQuery, "limit", "must be an integer from 1 to 100")
+			return 0, "", &p
+		}
+		limit = n
+	}
+	return limit, q.Get("cursor"), nil
+}
