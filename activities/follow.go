@@ -19,7 +19,7 @@ type FollowInput struct {
 // FollowResult is the order as it follows its payment.
 type FollowResult struct {
 	Status   order.Status
-	Refunded int64 // by others
+	Refunded int64 // by others and by refund requests
 	Changed  bool  // the order moved (or its refunded amount did)
 }
 
@@ -28,7 +28,8 @@ type FollowResult struct {
 // there: PARTIALLY_REFUNDED or REFUNDED by what others refunded, DISPUTED while a
 // dispute is open, REFUNDED once one is lost, PAID again once one is won. Others'
 // refunds and lost disputes are recorded in the ledger, so it nets what the
-// provider holds. Orderflow's own refunds are not others': they end the order
+// provider holds; refund requests' refunds count too, and their own keys' rows
+// record them. The order's own refunds are not others': they end the order
 // CANCELLED or FAILED, and an order there is left alone.
 func (a *Payments) FollowPayment(ctx context.Context, in FollowInput) (FollowResult, error) {
 	refunds, err := a.provider.IntentRefunds(ctx, in.IntentID)
@@ -45,6 +46,9 @@ func (a *Payments) FollowPayment(ctx context.Context, in FollowInput) (FollowRes
 			continue
 		}
 		refunded += re.Amount
+		if re.Metadata[refundRequestField] != "" {
+			continue
+		}
 		if err := a.ledger.RecordRefundByOthers(ctx, in.OrderID, in.IntentID, re.ID, re.Amount, in.Currency); err != nil {
 			return FollowResult{}, err
 		}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
 // The statuses of a PaymentIntent the workflow acts on (Stripe's names).
@@ -254,8 +257,12 @@ type RefundIntentInput struct {
 
 // RefundIntent refunds what the order's intent charged and is not yet refunded,
 // never more. Its refunds are read first (a consistent list, not search): one of
-// ours, under any generation's key, means done; anyone else's is recorded in the
-// ledger and subtracted. The amount is the one first recorded for Key, so every
+// ours, under any generation's key, means done; anyone else's is subtracted, and
+// recorded in the ledger unless a refund request made it (its own key's row
+// records it). Then, under the order's refund lock, which refund requests' reservations
+// take too, the reservations the provider does not show yet are subtracted and
+// the ledger row opened: a request reserving after it finds the order being
+// refunded in full. The amount is the one first recorded for Key, so every
 // attempt sends the same request.
 func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (RefundResult, error) {
 	refunds, err := a.provider.IntentRefunds(ctx, in.IntentID)
@@ -263,8 +270,9 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 		return RefundResult{}, a.lookupFailed(err)
 	}
 	left := in.Amount
+	seen := map[string]bool{} // the refund requests the provider shows
 	for _, re := range refunds {
-		if re.Status != "succeeded" && re.Status != "pending" {
+		if !active(re) {
 			continue
 		}
 		if key := re.Metadata[refundKeyField]; key != "" {
@@ -273,17 +281,21 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 			return RefundResult{Key: key, RefundID: re.ID}, a.ledger.Settle(ctx, key, ledger.Succeeded, re.ID)
 		}
 		left -= re.Amount
+		if req := re.Metadata[refundRequestField]; req != "" {
+			seen[req] = true
+			continue
+		}
 		if err := a.ledger.RecordRefundByOthers(ctx, in.OrderID, in.IntentID, re.ID, re.Amount, in.Currency); err != nil {
 			return RefundResult{}, err
 		}
 	}
-	if left <= 0 {
-		return RefundResult{Key: in.Key}, nil // refunded in full by others: nothing is left to give back
-	}
-	p := ledger.Payment{Key: in.Key, Kind: ledger.Refund, OrderID: in.OrderID, Amount: left, Currency: in.Currency, IntentID: in.IntentID}
-	e, err := a.ledger.Open(ctx, p, nil)
-	if err != nil {
-		return RefundResult{}, err
+	var e ledger.Entry
+	err = a.refunds.LockOrder(ctx, in.OrderID, func(tx pgx.Tx) error {
+		e, err = a.openOwnRefund(ctx, tx, in, left, seen)
+		return err
+	})
+	if err != nil || e.Amount <= 0 {
+		return RefundResult{Key: in.Key}, err // refunded in full by others: nothing is left to give back
 	}
 	stop := Heartbeat(ctx)
 	re, err := a.provider.RefundIntent(ctx, in.Key, in.IntentID, e.Amount,
@@ -293,6 +305,31 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 		return RefundResult{}, a.failed(ctx, in.Key, err)
 	}
 	return RefundResult{Key: in.Key, RefundID: re.ID}, a.ledger.Settle(ctx, in.Key, ledger.Succeeded, re.ID)
+}
+
+// openOwnRefund subtracts from left the refund requests' reservations that are
+// not among the provider's refunds seen, and opens the ledger row of what is left
+// (an Entry of amount 0 when nothing is), in tx, which holds the order's refund
+// lock.
+func (a *Payments) openOwnRefund(ctx context.Context, tx pgx.Tx, in RefundIntentInput, left int64, seen map[string]bool) (ledger.Entry, error) {
+	orders, err := orderstore.New(tx).Standings(ctx, []string{in.OrderID})
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	reserved, err := refundstore.On(tx).Reserved(ctx, orders[in.OrderID].Tenant, in.OrderID)
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	for _, r := range reserved {
+		if r.Holds() && !seen[r.ID] {
+			left -= r.Amount
+		}
+	}
+	if left <= 0 {
+		return ledger.Entry{}, nil
+	}
+	p := ledger.Payment{Key: in.Key, Kind: ledger.Refund, OrderID: in.OrderID, Amount: left, Currency: in.Currency, IntentID: in.IntentID}
+	return ledger.On(tx).Open(ctx, p, nil)
 }
 
 // refundKeyField is the refund metadata that marks orderflow's refunds, with the

@@ -16,6 +16,7 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
 // Temporal error types of payment outcomes. The final ones (declined, rejected,
@@ -79,17 +80,18 @@ func NewPaymentMetrics(reg prometheus.Registerer) PaymentMetrics {
 }
 
 // Payments pays and refunds orders through PaymentIntents, recording each call in
-// the ledger of record before the provider is asked.
+// the ledger of record before the provider is asked; refund requests too.
 type Payments struct {
 	ledger   *ledger.Store
 	orders   *orderstore.Store
+	refunds  *refundstore.Store
 	provider Provider
 	m        PaymentMetrics
 }
 
 // NewPayments returns the payment activities.
 func NewPayments(pool *pgxpool.Pool, provider Provider, m PaymentMetrics) *Payments {
-	return &Payments{ledger: ledger.New(pool), orders: orderstore.New(pool), provider: provider, m: m}
+	return &Payments{ledger: ledger.New(pool), orders: orderstore.New(pool), refunds: refundstore.New(pool), provider: provider, m: m}
 }
 
 // Step is one payment of an order, in the input of every payment activity. Key is

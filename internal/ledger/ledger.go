@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -51,13 +52,31 @@ type Entry struct {
 	Amount     int64  // as first recorded: a retry sends the same request
 }
 
+// DB is what the ledger runs statements on: a pool, or a transaction (pgxpool.Pool
+// and pgx.Tx both are).
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var (
+	_ DB = (*pgxpool.Pool)(nil)
+	_ DB = (pgx.Tx)(nil)
+)
+
 // Store is the payments table.
 type Store struct {
-	pool *pgxpool.Pool
+	db DB
 }
 
 // New returns the ledger on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{db: pool} }
+
+// On returns the ledger on db, a transaction whose other statements must go with
+// the ledger's (a row opened under a lock that the transaction holds).
+func On(db DB) *Store { return &Store{db: db} }
 
 // Open records p as pending unless its key is known, and returns the key's row.
 // with, when not nil, runs in the same transaction unless the key already
@@ -65,10 +84,10 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // the row.
 func (s *Store) Open(ctx context.Context, p Payment, with func(pgx.Tx) error) (Entry, error) {
 	if with == nil {
-		return open(ctx, s.pool, p) // one statement: no transaction to hold
+		return open(ctx, s.db, p) // one statement: no transaction to hold
 	}
 	var e Entry
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		if e, err = open(ctx, tx, p); err != nil || e.Status == Succeeded {
 			return err
@@ -113,7 +132,7 @@ func open(ctx context.Context, q querier, p Payment) (Entry, error) {
 // made at the provider (under the key provider:<refund ID>), so the ledger nets
 // what the provider holds. Recording it again is a no-op.
 func (s *Store) RecordRefundByOthers(ctx context.Context, orderID, intentID, refundID string, amount int64, currency string) error {
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, provider_id, intent_id)
 		VALUES ('provider:' || $3, $1, $4, $5, $6, $7, $3, $2)
 		ON CONFLICT (idempotency_key) DO NOTHING`, orderID, intentID, refundID, Refund, amount, currency, Succeeded)
@@ -126,7 +145,7 @@ func (s *Store) RecordRefundByOthers(ctx context.Context, orderID, intentID, ref
 // Settle records the provider's answer for a key. A succeeded row is final: its
 // provider ID is never overwritten, and it never goes back to another status.
 func (s *Store) Settle(ctx context.Context, key string, status Status, providerID string) error {
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		UPDATE payments SET status = $2, provider_id = COALESCE(NULLIF($3, ''), provider_id), updated_at = now()
 		WHERE idempotency_key = $1 AND status <> $4`, key, status, providerID, Succeeded)
 	if err != nil {
@@ -139,7 +158,7 @@ func (s *Store) Settle(ctx context.Context, key string, status Status, providerI
 // succeeded with chargeID. An intent charges once, so its charge is recorded on one
 // row only: when another key's row already holds it, this key charged nothing.
 func (s *Store) SettleIntentCharge(ctx context.Context, key, intentID, chargeID string) error {
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		UPDATE payments k SET provider_id = $3, updated_at = now(),
 		       status = CASE WHEN EXISTS (SELECT 1 FROM payments o WHERE o.intent_id = $2 AND o.kind = $4
 		                                  AND o.status = $5 AND o.idempotency_key <> $1) THEN $6 ELSE $5 END
@@ -153,7 +172,7 @@ func (s *Store) SettleIntentCharge(ctx context.Context, key, intentID, chargeID 
 // MarkAbsent records that a lookup found none of the order's payments of kind:
 // every row still pending or unknown becomes absent.
 func (s *Store) MarkAbsent(ctx context.Context, orderID string, kind Kind) error {
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		UPDATE payments SET status = $3, updated_at = now()
 		WHERE order_id = $1 AND kind = $2 AND status IN ($4, $5)`, orderID, kind, Absent, Pending, Unknown)
 	if err != nil {
@@ -166,7 +185,7 @@ func (s *Store) MarkAbsent(ctx context.Context, orderID string, kind Kind) error
 // our own record of which order an intent pays, "" when none does.
 func (s *Store) OrderOfIntent(ctx context.Context, intentID string) (string, error) {
 	var orderID string
-	err := s.pool.QueryRow(ctx, `SELECT order_id FROM payments WHERE intent_id = $1 LIMIT 1`, intentID).Scan(&orderID)
+	err := s.db.QueryRow(ctx, `SELECT order_id FROM payments WHERE intent_id = $1 LIMIT 1`, intentID).Scan(&orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -180,7 +199,7 @@ func (s *Store) OrderOfIntent(ctx context.Context, intentID string) (string, err
 // recorded by its creation's row; "" when none was recorded.
 func (s *Store) IntentOfOrder(ctx context.Context, orderID string) (string, error) {
 	var id string
-	err := s.pool.QueryRow(ctx, `
+	err := s.db.QueryRow(ctx, `
 		SELECT provider_id FROM payments
 		WHERE order_id = $1 AND kind = $2 AND provider_id IS NOT NULL
 		ORDER BY created_at DESC LIMIT 1`, orderID, Intent).Scan(&id)
@@ -191,4 +210,23 @@ func (s *Store) IntentOfOrder(ctx context.Context, orderID string) (string, erro
 		return "", fmt.Errorf("find the intent of order %s: %w", orderID, err)
 	}
 	return id, nil
+}
+
+// RefundKeys returns the keys of the order's refund rows that moved money or
+// may yet (pending, unknown or succeeded), but for the refunds of others that
+// the ledger records (provider:...): its cancel's, its failure's, and its refund
+// requests'.
+func (s *Store) RefundKeys(ctx context.Context, orderID string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT idempotency_key FROM payments
+		WHERE order_id = $1 AND kind = $2 AND status IN ($3, $4, $5) AND idempotency_key NOT LIKE 'provider:%'`,
+		orderID, Refund, Pending, Unknown, Succeeded)
+	if err != nil {
+		return nil, fmt.Errorf("read the refunds of order %s: %w", orderID, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the refunds of order %s: %w", orderID, err)
+	}
+	return keys, nil
 }

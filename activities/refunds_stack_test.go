@@ -1,0 +1,270 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/internal/sandbox"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// paidOrder is an order of amount on the stack's Postgres, paid through an
+// intent at an in-process sandbox, as its workflow leaves it: the intent and its
+// charge in the ledger, the order PAID.
+type paidOrder struct {
+	pool   *pgxpool.Pool
+	pay    *activities.Payments
+	prov   *provider.Client
+	sim    *sandbox.Server
+	simURL string
+	o      order.Order
+	intent string
+}
+
+func newPaidOrder(t *testing.T, amount int64) *paidOrder {
+	t.Helper()
+	ctx := context.Background()
+	pool := stacktest.Pool(t)
+	sim := sandbox.New(slog.New(slog.NewTextHandler(io.Discard, nil)), sandbox.Options{})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	p := &paidOrder{pool: pool, sim: sim, simURL: srv.URL, prov: provider.New(provider.Config{URL: srv.URL, Timeout: 5 * time.Second}, nil)}
+	p.pay = activities.NewPayments(pool, p.prov, activities.NewPaymentMetrics(prometheus.NewRegistry()))
+	tenant := stacktest.Name("tenant")
+	wf := order.WorkflowID(tenant, order.FromHTTP, "k")
+	p.o = order.Order{ID: order.IDFor(wf), Tenant: tenant, WorkflowID: wf, CustomerID: "c", Currency: "USD",
+		Items: []order.Item{{SKU: "s", Quantity: 1, UnitAmount: amount}}, Amount: amount, PaymentMethod: "pm_card_visa"}
+	if err := orderstore.New(pool).Insert(ctx, p.o); err != nil {
+		t.Fatal(err)
+	}
+	step := func(op string) activities.Step {
+		return activities.Step{WorkflowID: wf, OrderID: p.o.ID, Amount: amount, Currency: "USD", Key: order.PaymentKey(wf, op, 0)}
+	}
+	in, err := p.pay.CreateIntent(ctx, activities.IntentInput{Step: step("intent"), Tenant: tenant, PaymentMethod: p.o.PaymentMethod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.pay.ConfirmIntent(ctx, activities.ConfirmInput{Step: step("confirm"), IntentID: in.IntentID}); err != nil || st.Status != activities.IntentSucceeded {
+		t.Fatalf("confirm: %+v, %v", st, err)
+	}
+	if err := orderstore.New(pool).Move(ctx, p.o.ID, order.StatusPaid, in.IntentID, ""); err != nil {
+		t.Fatal(err)
+	}
+	p.intent = in.IntentID
+	return p
+}
+
+// request records a refund request of amount (0: what is left), as the ingress
+// does, and returns it.
+func (p *paidOrder) request(t *testing.T, amount int64) refund.Refund {
+	t.Helper()
+	wf := refund.WorkflowID(p.o.Tenant, identity.FromHTTP, stacktest.Name("r"))
+	r := refund.Refund{ID: refund.IDFor(wf), Tenant: p.o.Tenant, WorkflowID: wf, OrderID: p.o.ID, Amount: amount}
+	if err := p.pay.RecordRefund(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (p *paidOrder) send(t *testing.T, r refund.Refund, gen int) (activities.Reservation, error) {
+	t.Helper()
+	return p.pay.SendRefund(context.Background(), activities.SendInput{Refund: r, IntentID: p.intent, Currency: "USD", Gen: gen})
+}
+
+// refunded is what the sandbox refunded of the order's intent, in all.
+func (p *paidOrder) refunded() int64 {
+	var n int64
+	for _, re := range p.sim.Refunds() {
+		if re.PaymentIntent == p.intent {
+			n += re.Amount
+		}
+	}
+	return n
+}
+
+// Twenty refunds of 100 at once on an order of 1299: twelve are reserved, the
+// others fail with what is left, and none of the twelve is refused by the
+// provider. A refund of "what is left" then takes the 99 left, and one more
+// finds nothing. The order, following, is REFUNDED; the ledger records the
+// requests' refunds under their own keys only.
+func TestConcurrentRefundsNeverReserveMoreThanTheCharge(t *testing.T) {
+	p := newPaidOrder(t, 1299)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	results := make([]activities.Reservation, 20)
+	requests := make([]refund.Refund, 20)
+	for i := range requests {
+		requests[i] = p.request(t, 100)
+	}
+	for i := range requests {
+		wg.Go(func() {
+			res, err := p.pay.ReserveRefund(ctx, requests[i])
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	var held int64
+	var reserved []refund.Refund
+	for i, res := range results {
+		switch {
+		case res.Status == refund.StatusPending && res.Amount == 100:
+			held += res.Amount
+			reserved = append(reserved, requests[i])
+		case res.Status != refund.StatusFailed || res.Failure != activities.FailureExceeds+": 99 left":
+			t.Errorf("refund %d: %+v", i, res)
+		}
+	}
+	if len(reserved) != 12 || held > p.o.Amount {
+		t.Fatalf("%d reserved, %d held; want 12 holding at most %d", len(reserved), held, p.o.Amount)
+	}
+	rest := p.request(t, 0)
+	if res, err := p.pay.ReserveRefund(ctx, rest); err != nil || res.Status != refund.StatusPending || res.Amount != 99 {
+		t.Fatalf("what is left: %+v, %v; want 99 reserved", res, err)
+	}
+	if res, err := p.pay.ReserveRefund(ctx, p.request(t, 0)); err != nil || res.Status != refund.StatusFailed ||
+		res.Failure != activities.FailureExceeds+": 0 left" {
+		t.Fatalf("nothing left: %+v, %v", res, err)
+	}
+	reserved = append(reserved, rest)
+	for _, r := range reserved {
+		wg.Go(func() {
+			if res, err := p.send(t, r, 0); err != nil || res.Status != refund.StatusSucceeded {
+				t.Errorf("send %s: %+v, %v", r.ID, res, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := p.refunded(); got != p.o.Amount {
+		t.Fatalf("refunded %d at the provider, want %d", got, p.o.Amount)
+	}
+	f, err := p.pay.FollowPayment(ctx, activities.FollowInput{OrderID: p.o.ID, IntentID: p.intent, Amount: p.o.Amount, Currency: "USD"})
+	if err != nil || f.Status != order.StatusRefunded || f.Refunded != p.o.Amount {
+		t.Fatalf("follow: %+v, %v", f, err)
+	}
+	var net int64
+	var others int
+	if err := p.pool.QueryRow(ctx, `
+		SELECT COALESCE(sum(CASE kind WHEN 'charge' THEN amount WHEN 'refund' THEN -amount END) FILTER (WHERE status = 'succeeded'), 0),
+		       count(*) FILTER (WHERE idempotency_key LIKE 'provider:%')
+		FROM payments WHERE order_id = $1`, p.o.ID).Scan(&net, &others); err != nil {
+		t.Fatal(err)
+	}
+	if net != 0 || others != 0 {
+		t.Fatalf("ledger nets %d with %d rows of others' refunds; want 0 and none", net, others)
+	}
+}
+
+// The order's cancel and its refund requests share one budget: the cancel
+// refunds what neither a dashboard's refund nor a reserved request (not sent
+// yet) takes, the request then goes through, and a request after the cancel
+// finds the order being refunded in full.
+func TestCancelRefundsWhatRequestsLeave(t *testing.T) {
+	p := newPaidOrder(t, 1299)
+	ctx := context.Background()
+	r := p.request(t, 500)
+	if res, err := p.pay.ReserveRefund(ctx, r); err != nil || res.Status != refund.StatusPending {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	if _, err := p.prov.RefundIntent(ctx, "dashboard-"+p.o.ID, p.intent, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel := activities.RefundIntentInput{IntentID: p.intent, Step: activities.Step{WorkflowID: p.o.WorkflowID, OrderID: p.o.ID,
+		Amount: p.o.Amount, Currency: "USD", Key: order.PaymentKey(p.o.WorkflowID, "refund", 0)}}
+	if res, err := p.pay.RefundIntent(ctx, cancel); err != nil || res.RefundID == "" {
+		t.Fatalf("cancel's refund: %+v, %v", res, err)
+	}
+	if got := p.refunded(); got != 1299-500 {
+		t.Fatalf("refunded %d, want the dashboard's 100 and the cancel's 699", got)
+	}
+	if res, err := p.send(t, r, 0); err != nil || res.Status != refund.StatusSucceeded {
+		t.Fatalf("the reserved request: %+v, %v", res, err)
+	}
+	late, err := p.pay.ReserveRefund(ctx, p.request(t, 1))
+	if err != nil || late.Status != refund.StatusFailed || !strings.HasPrefix(late.Failure, activities.FailureNotRefundable) {
+		t.Fatalf("a request after the cancel: %+v, %v", late, err)
+	}
+	if got := p.refunded(); got != p.o.Amount {
+		t.Fatalf("refunded %d, want %d", got, p.o.Amount)
+	}
+}
+
+// Unknown outcomes are settled by the intent's refunds: a saved 500 after the
+// refund was made is a success; a saved 500 before it ran made nothing: sent
+// again with its key, it replays, and the next generation's key refunds. A refund the provider refuses (its charge is
+// disputed) ends FAILED with the provider's code and holds nothing.
+func TestRefundOutcomesAreReadFromTheIntent(t *testing.T) {
+	p := newPaidOrder(t, 1299)
+	ctx := context.Background()
+	reserve := func(amount int64) refund.Refund {
+		r := p.request(t, amount)
+		if res, err := p.pay.ReserveRefund(ctx, r); err != nil || res.Status != refund.StatusPending {
+			t.Fatalf("reserve: %+v, %v", res, err)
+		}
+		return r
+	}
+	p.sim.SetFaults(sandbox.Faults{Only: "refund", FailAfter: 1})
+	if res, err := p.send(t, reserve(100), 0); err != nil || res.Status != refund.StatusSucceeded || res.ProviderRefundID == "" {
+		t.Fatalf("saved 500 after the refund: %+v, %v", res, err)
+	}
+	p.sim.SetFaults(sandbox.Faults{Only: "refund", FailBefore: 1})
+	r := reserve(200)
+	if _, err := p.send(t, r, 0); err == nil || temporal.IsApplicationError(err) {
+		t.Fatalf("a 500, not yet known to be saved: %v, want an error retried with the same key", err)
+	}
+	_, err := p.send(t, r, 0) // the same key: the saved 500 replays
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrPaymentUnknown {
+		t.Fatalf("saved 500 before the refund: %v, want %s", err, activities.ErrPaymentUnknown)
+	}
+	var status string
+	if err := p.pool.QueryRow(ctx, `SELECT status FROM payments WHERE idempotency_key = $1`, activities.SendKey(r.WorkflowID, 0)).Scan(&status); err != nil || status != "absent" {
+		t.Fatalf("the lost key's ledger row: %q, %v; want absent", status, err)
+	}
+	if res, err := p.send(t, r, 1); err != nil || res.Status != refund.StatusSucceeded {
+		t.Fatalf("the next generation: %+v, %v", res, err)
+	}
+	if res, err := p.send(t, r, 1); err != nil || res.Status != refund.StatusSucceeded { // a retry, a reset: nothing new
+		t.Fatalf("sent again: %+v, %v", res, err)
+	}
+	if got := p.refunded(); got != 300 {
+		t.Fatalf("refunded %d, want 300", got)
+	}
+	r = reserve(300)
+	ch := p.sim.ChargesForOrder(p.o.ID)[0].ID
+	resp, err := http.PostForm(p.simURL+"/sandbox/disputes", url.Values{"charge": {ch}})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("open a dispute: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	res, err := p.send(t, r, 0)
+	if err != nil || res.Status != refund.StatusFailed || !strings.HasPrefix(res.Failure, "charge_disputed: ") {
+		t.Fatalf("refused: %+v, %v", res, err)
+	}
+	row, err := refundstore.New(p.pool).Get(ctx, r.Tenant, r.ID)
+	if err != nil || row.Status != refund.StatusFailed || row.Holds() || row.Key != activities.SendKey(r.WorkflowID, 0) {
+		t.Fatalf("refused row: %+v, %v", row, err)
+	}
+}
