@@ -62,7 +62,8 @@ func NewActivities(pool *pgxpool.Pool, pay Provider, events activities.MessageWr
 
 // New returns a worker on o.TaskQueue with the order workflows and their
 // activities: workflows.Order, which new orders start, and the frozen
-// orderv1.OrderWorkflow, which runs started before it finish on.
+// orderv1.OrderWorkflow, which runs started before it finish on; and
+// workflows.Refund, which refund requests start.
 func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     o.MaxConcurrentActivities,
@@ -78,6 +79,7 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w.RegisterActivity(a.Events)
 	w.RegisterWorkflow(workflows.Reconcile)
 	w.RegisterWorkflow(workflows.FollowPayment)
+	w.RegisterWorkflow(workflows.Refund)
 	if a.Reconciler != nil {
 		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
 	}
