@@ -345,7 +345,9 @@ func (r *Reconciler) record(ctx context.Context, rep *Report, f Finding) error {
 }
 
 // elsewhere has each paid order follow the refunds and disputes that others made
-// of its payment since the last pass (their webhooks may have been lost).
+// of its payment since the last pass (their webhooks may have been lost). A
+// refund a refund request made is others' only when the request does not
+// explain it.
 func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, rep *Report) error {
 	refunds, err := r.provider.ListRefundsSince(ctx, since)
 	if err != nil {
@@ -359,42 +361,64 @@ func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, rep *Report
 	}
 	rep.Refunds = len(refunds) + len(disputes)
 	rep.ProviderRequests += len(refunds)/100 + len(disputes)/100 + 2
-	type trigger struct{ id, intent, kind string }
 	var found []trigger
 	for _, re := range refunds {
 		if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
 			(re.Status == "succeeded" || re.Status == "pending") {
-			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere})
+			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField]})
 		}
 	}
 	for _, d := range disputes {
 		if d.Intent != "" {
-			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute})
+			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, ""})
 		}
 	}
 	for _, tr := range found {
-		orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
-		if err != nil || orderID == "" {
-			continue
-		}
-		orders, err := r.orders.Standings(ctx, []string{orderID})
-		if err != nil {
-			return err
-		}
-		o, ok := orders[orderID]
-		if !ok || !order.AfterPayment(o.Status) || o.PaymentRef != tr.intent {
-			continue // not paid by it, or ended otherwise: the charges' check covers it
-		}
-		oo := order.Order{ID: orderID, Tenant: o.Tenant, WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}
-		if err := r.engine.Follow(ctx, oo, tr.intent, tr.id); err != nil {
-			return fmt.Errorf("follow %s of order %s: %w", tr.id, orderID, err)
-		}
-		if err := r.record(ctx, rep, Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: orderID, Tenant: o.Tenant,
-			ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: "made at the provider by others"}); err != nil {
+		if err := r.follow(ctx, rep, tr); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// refundRequestField is the refund metadata that names the refund request that
+// made a refund (activities' refundRequestField).
+const refundRequestField = "orderflow_refund_request"
+
+// trigger is a refund or dispute at the provider that a paid order may have to
+// follow; request is the refund request a refund names, if any.
+type trigger struct{ id, intent, kind, request string }
+
+// follow has the paid order of tr's intent follow it and records the finding,
+// unless the refund request that made it explains it (its row shows it, or it is
+// on its way).
+func (r *Reconciler) follow(ctx context.Context, rep *Report, tr trigger) error {
+	orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
+	if err != nil || orderID == "" {
+		return nil
+	}
+	orders, err := r.orders.Standings(ctx, []string{orderID})
+	if err != nil {
+		return err
+	}
+	o, ok := orders[orderID]
+	if !ok || !order.AfterPayment(o.Status) || o.PaymentRef != tr.intent {
+		return nil // not paid by it, or ended otherwise: the charges' check covers it
+	}
+	detail := "made at the provider by others"
+	if tr.request != "" {
+		explained, err := r.findings.RequestExplains(ctx, o.Tenant, tr.request, tr.id)
+		if err != nil || explained {
+			return err
+		}
+		detail = "made for refund request " + tr.request + ", which does not show it"
+	}
+	oo := order.Order{ID: orderID, Tenant: o.Tenant, WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}
+	if err := r.engine.Follow(ctx, oo, tr.intent, tr.id); err != nil {
+		return fmt.Errorf("follow %s of order %s: %w", tr.id, orderID, err)
+	}
+	return r.record(ctx, rep, Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: orderID, Tenant: o.Tenant,
+		ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: detail})
 }
 
 // Audit is what a read-only pass found: the discrepancies left, none repaired.

@@ -8,6 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
 // Finding is one discrepancy and what was done about it.
@@ -23,13 +26,29 @@ type Finding struct {
 	Detail     string
 }
 
-// Store is the reconcile_findings and reconcile_cursors tables.
+// Store is the reconcile_findings and reconcile_cursors tables, and what a pass
+// reads of the refunds table.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	refunds *refundstore.Store
 }
 
 // NewStore returns the store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, refunds: refundstore.New(pool)} }
+
+// RequestExplains reports whether the tenant's refund request id explains a
+// refund the provider made with its ID in the metadata: the request succeeded
+// with that refund, or is still on its way (its workflow settles it).
+func (s *Store) RequestExplains(ctx context.Context, tenant, id, providerRefundID string) (bool, error) {
+	row, err := s.refunds.Get(ctx, tenant, id)
+	switch {
+	case errors.Is(err, refundstore.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return row.Status == refund.StatusPending || (row.Status == refund.StatusSucceeded && row.ProviderRefundID == providerRefundID), nil
+}
 
 // Record stores f unless the same discrepancy (kind, provider object, order) is
 // stored; true when it is new.
