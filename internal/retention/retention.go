@@ -47,8 +47,8 @@ type Retentions struct {
 	// Findings is how long the reconciler's findings are kept for `worker
 	// reconcile report`.
 	Findings time.Duration
-	// Orders is how long a closed order and its payments stay after their last
-	// change; 0 keeps them for ever, as the ledger of record.
+	// Orders is how long a closed order, its payments and its refund requests
+	// stay after its last change; 0 keeps them for ever, as the ledger of record.
 	Orders time.Duration
 }
 
@@ -106,13 +106,17 @@ func (r Retentions) Rules() []Rule {
 		{Table: "reconcile_findings", Column: "found_at", Keep: r.Findings},
 	}
 	if r.Orders > 0 {
-		// Payments reference their order: both go in one statement.
+		// Payments reference their order: both go in one statement, and the
+		// order's refund requests with them. An order a refund request is still
+		// refunding stays until it has ended.
 		where := "status IN ('" + strings.Join(closed(), "', '") + "')"
 		rules = append(rules, Rule{Table: "orders", Column: "updated_at", Keep: r.Orders, where: where, delete: `
 			WITH doomed AS (
-				SELECT id FROM orders WHERE updated_at < $1 AND ` + where + `
+				SELECT id, tenant FROM orders o WHERE updated_at < $1 AND ` + where + `
+				AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.tenant = o.tenant AND r.order_id = o.id AND r.status = 'PENDING')
 				ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED),
-			gone AS (DELETE FROM payments WHERE order_id IN (SELECT id FROM doomed))
+			gone AS (DELETE FROM payments WHERE order_id IN (SELECT id FROM doomed)),
+			refunds_gone AS (DELETE FROM refunds WHERE (tenant, order_id) IN (SELECT tenant, id FROM doomed))
 			DELETE FROM orders WHERE id IN (SELECT id FROM doomed)`})
 	}
 	return rules

@@ -154,8 +154,8 @@ func TestAPassPrunesEveryTableAndOneProcessLeads(t *testing.T) {
 }
 
 // Orders leave the ledger only when ORDERS_RETENTION is set, only closed ones
-// (nothing in flight, no dispute open), with their payments, and never before
-// their retention.
+// (nothing in flight, no dispute open, no refund request being refunded), with
+// their payments and refund requests, and never before their retention.
 func TestOnlyClosedOrdersPastTheirRetentionLeaveWithTheirPayments(t *testing.T) {
 	pool := stacktest.Pool(t)
 	ctx := context.Background()
@@ -169,6 +169,7 @@ func TestOnlyClosedOrdersPastTheirRetentionLeaveWithTheirPayments(t *testing.T) 
 		{"PAYMENT_DECLINED", "400 days", true}, {"PARTIALLY_REFUNDED", "181 days", true},
 		{"PAID", "179 days", false}, {"PENDING", "400 days", false}, {"PAYMENT_PENDING", "400 days", false},
 		{"PAYMENT_UNKNOWN", "400 days", false}, {"PAYMENT_ACTION_REQUIRED", "400 days", false}, {"DISPUTED", "400 days", false},
+		{"PARTIALLY_REFUNDED", "181 days", false}, // a refund request refunds it yet
 	}
 	for i, o := range orders {
 		id := tenant + "-" + string(rune('a'+i))
@@ -181,12 +182,24 @@ func TestOnlyClosedOrdersPastTheirRetentionLeaveWithTheirPayments(t *testing.T) 
 			VALUES ($1 || ':charge', $1, 'charge', 500, 'USD', 'succeeded')`, id); err != nil {
 			t.Fatal(err)
 		}
+		status := "SUCCEEDED"
+		if i == len(orders)-1 {
+			status = "PENDING"
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO refunds (id, tenant, workflow_id, order_id, amount_requested, amount, status)
+			VALUES ($1 || ':refund', $2, $1 || ':refund', $1, 100, 100, $3)`, id, tenant, status); err != nil {
+			t.Fatal(err)
+		}
 	}
 	left := func() (int, int) {
-		var o, p int
+		var o, p, r int
 		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders WHERE tenant = $1),
-			(SELECT count(*) FROM payments WHERE order_id LIKE $1 || '-%')`, tenant).Scan(&o, &p); err != nil {
+			(SELECT count(*) FROM payments WHERE order_id LIKE $1 || '-%'), (SELECT count(*) FROM refunds WHERE tenant = $1)`,
+			tenant).Scan(&o, &p, &r); err != nil {
 			t.Fatal(err)
+		}
+		if r != p {
+			t.Errorf("%d refund requests left with %d payments: one outlived its order or went without it", r, p)
 		}
 		return o, p
 	}
