@@ -223,6 +223,13 @@ func TestRealHistoriesReplay(t *testing.T) {
 	}
 	histories["order_paid_settled_update"] = history(t, ctx, h.Temporal, id)
 
+	replayAndRecord(t, histories)
+}
+
+// replayAndRecord replays each history against the current workflows and, with
+// ORDERFLOW_RECORD_HISTORIES=1, writes it to workflows/testdata as name.json.
+func replayAndRecord(t *testing.T, histories map[string]*historypb.History) {
+	t.Helper()
 	// The histories are encrypted with the stack's keys, as the worker wrote them.
 	codec := stackCodec(t)
 	dc, fc := payloadcodec.Converters(codec)
@@ -232,6 +239,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 	}
 	replayer.RegisterWorkflow(workflows.Order)
 	replayer.RegisterWorkflow(workflows.FollowPayment)
+	replayer.RegisterWorkflow(workflows.Refund)
 	logger := tlog.NewStructuredLogger(stacktest.Logger(t))
 	for name, hist := range histories {
 		if err := replayer.ReplayWorkflowHistory(logger, hist); err != nil {

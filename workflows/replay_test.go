@@ -11,8 +11,9 @@ import (
 )
 
 // TestReplayRecordedHistories replays histories recorded from the real server
-// (worker's TestRealHistoriesReplay with ORDERFLOW_RECORD_HISTORIES=1). A change to
-// Order that would break running workflows fails here. v1_1_* are runs started
+// (worker's TestRealHistoriesReplay, and TestRefundRequestsOnTheRealStack for
+// refund_*, with ORDERFLOW_RECORD_HISTORIES=1). A change to Order or Refund that
+// would break running workflows fails here. v1_1_* are runs started
 // before the change closed-doors.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
@@ -28,6 +29,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(Order)
 			r.RegisterWorkflow(FollowPayment)
+			r.RegisterWorkflow(Refund)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
 				t.Fatal(err)
 			}
