@@ -121,6 +121,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, true) }, false, false},
 		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, false) }, false, false},
 		{"10", b.growth, false, false},
+		{"11", b.refunds, false, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
@@ -181,6 +182,8 @@ func stackEnv() (map[string]string, error) {
 func finish(stdout io.Writer, rep Report, out, only string) error {
 	ratio(rep.Results, "2. HTTP start", "1. baseline start")
 	ratio(rep.Results, "3. HTTP replay", "1. baseline start")
+	ratio(rep.Results, "11a. HTTP refund start", "2. HTTP start")
+	ratio(rep.Results, "11b. HTTP refund replay", "3. HTTP replay")
 	ratio(rep.Results, "4b. consume, batched in-order commits", "4a. consume, commit each message")
 	ratio(rep.Results, "5. Kafka ingress", "1. baseline start")
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
