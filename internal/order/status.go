@@ -14,10 +14,11 @@ const (
 	StatusPaymentDeclined Status = "PAYMENT_DECLINED"
 	StatusCancelled       Status = "CANCELLED"
 	StatusFailed          Status = "FAILED" // failed for good after the charge; refunded
-	// After the payment, what others did to it at the provider: a refund from the
-	// dashboard or a support tool (in part: amount_refunded says how much), or a
-	// dispute by the cardholder's bank (lost: REFUNDED). Orderflow's own refunds
-	// end an order CANCELLED or FAILED instead.
+	// After the payment, what was done to it at the provider: a refund request's
+	// refund, a refund from the dashboard or a support tool (in part:
+	// amount_refunded says how much), or a dispute by the cardholder's bank (lost:
+	// REFUNDED). The order's own refunds (its cancel's, its failure's) end it
+	// CANCELLED or FAILED instead.
 	StatusPartiallyRefunded Status = "PARTIALLY_REFUNDED"
 	StatusRefunded          Status = "REFUNDED"
 	StatusDisputed          Status = "DISPUTED"

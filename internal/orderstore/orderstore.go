@@ -35,8 +35,8 @@ type Row struct {
 	Items      []order.Item
 	PaymentRef string
 	Failure    string
-	// AmountRefunded is what others refunded at the provider (PARTIALLY_REFUNDED,
-	// REFUNDED).
+	// AmountRefunded is what was refunded at the provider by others and by refund
+	// requests (PARTIALLY_REFUNDED, REFUNDED).
 	AmountRefunded int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
