@@ -10,7 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/orderflow/orderflow/internal/settings"
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"io"
 	"net"
 	"net/http"

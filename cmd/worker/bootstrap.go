@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/orderflow/orderflow/internal/settings"
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"io"
 	"time"
 

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/orderflow/orderflow/internal/settings"
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"io"
 	"strings"
 

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"github.com/orderflow/orderflow/internal/settings"
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"

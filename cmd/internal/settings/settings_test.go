@@ -12,7 +12,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md's table")
 
-const doc = "../../docs/configuration.md"
+const doc = "../../../docs/configuration.md"
 
 // docs/configuration.md's table is the one Table makes from the readers, so it
 // cannot list a variable nobody reads, miss one, or show a stale default.
@@ -33,7 +33,7 @@ func TestConfigurationTableIsMadeFromTheReaders(t *testing.T) {
 	}
 	if got := s[i+len(begin) : j]; got != table {
 		if !*update {
-			t.Fatalf("%s's table is not what the code reads: run go test ./internal/settings -run TestConfigurationTable -update", doc)
+			t.Fatalf("%s's table is not what the code reads: run go test ./cmd/internal/settings -run TestConfigurationTable -update", doc)
 		}
 		if err := os.WriteFile(doc, []byte(s[:i+len(begin)]+table+s[j:]), 0o644); err != nil {
 			t.Fatal(err)
@@ -44,7 +44,7 @@ func TestConfigurationTableIsMadeFromTheReaders(t *testing.T) {
 // docker-compose.yml gives each process every setting it requires, valid.
 func TestComposeEnvironmentIsComplete(t *testing.T) {
 	for _, p := range Processes() {
-		env, err := testkit.ComposeEnv("../../docker-compose.yml", p.Name)
+		env, err := testkit.ComposeEnv("../../../docker-compose.yml", p.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestEveryBadValueIsAnErrorNamingItsVariable(t *testing.T) {
 	}
 	tried := 0
 	for _, p := range Processes() {
-		env, err := testkit.ComposeEnv("../../docker-compose.yml", p.Name)
+		env, err := testkit.ComposeEnv("../../../docker-compose.yml", p.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

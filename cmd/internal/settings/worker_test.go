@@ -11,7 +11,7 @@ import (
 // A retention shorter than what depends on it is an error at start, naming the
 // variable; PAYMENTS_RATE=0 means no provider budget.
 func TestRetentionsAndRatesAreCheckedAtStart(t *testing.T) {
-	env, err := testkit.ComposeEnv("../../docker-compose.yml", "worker")
+	env, err := testkit.ComposeEnv("../../../docker-compose.yml", "worker")
 	if err != nil {
 		t.Fatal(err)
 	}
