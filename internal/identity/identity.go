@@ -110,3 +110,26 @@ func Lower(s string) string {
 
 // Visible reports whether c is visible ASCII (0x21 to 0x7e).
 func Visible(c byte) bool { return c >= 0x21 && c <= 0x7e }
+
+// Fields builds a request's fingerprint, the same way for every kind: each field
+// as len(name):name=len(value):value; in a fixed order, hashed with SHA-256 behind
+// a version byte. A field a kind adds later joins only when set, so a fingerprint
+// stays stable across deploys.
+type Fields struct{ buf []byte }
+
+// NewFields is a fingerprint of about size bytes of fields.
+func NewFields(size int) *Fields { return &Fields{buf: make([]byte, 0, size)} }
+
+// Add appends one field.
+func (f *Fields) Add(name, value string) {
+	f.buf = strconv.AppendInt(f.buf, int64(len(name)), 10)
+	f.buf = append(append(append(f.buf, ':'), name...), '=')
+	f.buf = strconv.AppendInt(f.buf, int64(len(value)), 10)
+	f.buf = append(append(append(f.buf, ':'), value...), ';')
+}
+
+// Sum is the fingerprint: version, then the SHA-256 of the fields.
+func (f *Fields) Sum(version byte) []byte {
+	sum := sha256.Sum256(f.buf)
+	return append([]byte{version}, sum[:]...)
+}

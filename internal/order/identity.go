@@ -1,7 +1,6 @@
 package order
 
 import (
-	"crypto/sha256"
 	"regexp"
 
 	"github.com/orderflow/orderflow/internal/identity"
@@ -77,26 +76,17 @@ func LegacyPaymentKey(workflowID, op string) string {
 // len(name):name=len(value):value;. A field added later joins only when set, so a
 // fingerprint stays stable across deploys.
 func Fingerprint(customerID, currency string, items []Item, paymentMethod string) []byte {
-	// The bytes of "%d:%s=%d:%s;" per field, appended instead of formatted: a
-	// POST and each replay hash them.
-	buf := make([]byte, 0, 128+64*len(items))
-	field := func(name, v string) {
-		buf = strconv.AppendInt(buf, int64(len(name)), 10)
-		buf = append(append(append(buf, ':'), name...), '=')
-		buf = strconv.AppendInt(buf, int64(len(v)), 10)
-		buf = append(append(append(buf, ':'), v...), ';')
-	}
-	field("customer_id", customerID)
-	field("currency", currency)
-	field("items", strconv.Itoa(len(items)))
+	f := identity.NewFields(128 + 64*len(items))
+	f.Add("customer_id", customerID)
+	f.Add("currency", currency)
+	f.Add("items", strconv.Itoa(len(items)))
 	for _, it := range items {
-		field("sku", it.SKU)
-		field("quantity", strconv.FormatInt(it.Quantity, 10))
-		field("unit_amount", strconv.FormatInt(it.UnitAmount, 10))
+		f.Add("sku", it.SKU)
+		f.Add("quantity", strconv.FormatInt(it.Quantity, 10))
+		f.Add("unit_amount", strconv.FormatInt(it.UnitAmount, 10))
 	}
-	field("payment_method", paymentMethod)
-	sum := sha256.Sum256(buf)
-	return append([]byte{FingerprintVersion}, sum[:]...)
+	f.Add("payment_method", paymentMethod)
+	return f.Sum(FingerprintVersion)
 }
 
 // FingerprintVersion is the first byte of every Fingerprint, so a stored one says

@@ -4,7 +4,6 @@
 package refund
 
 import (
-	"crypto/sha256"
 	"strconv"
 
 	"github.com/orderflow/orderflow/internal/identity"
@@ -87,18 +86,11 @@ const FingerprintVersion = 1
 // Fingerprint identifies a refund request's content: a version byte, then a
 // SHA-256 of order_id, amount and reason, each as len(name):name=len(value):value;.
 func Fingerprint(orderID string, amount int64, reason Reason) []byte {
-	buf := make([]byte, 0, 96)
-	field := func(name, v string) {
-		buf = strconv.AppendInt(buf, int64(len(name)), 10)
-		buf = append(append(append(buf, ':'), name...), '=')
-		buf = strconv.AppendInt(buf, int64(len(v)), 10)
-		buf = append(append(append(buf, ':'), v...), ';')
-	}
-	field("order_id", orderID)
-	field("amount", strconv.FormatInt(amount, 10))
-	field("reason", string(reason))
-	sum := sha256.Sum256(buf)
-	return append([]byte{FingerprintVersion}, sum[:]...)
+	f := identity.NewFields(96)
+	f.Add("order_id", orderID)
+	f.Add("amount", strconv.FormatInt(amount, 10))
+	f.Add("reason", string(reason))
+	return f.Sum(FingerprintVersion)
 }
 
 // Fingerprint of the refund's content.
