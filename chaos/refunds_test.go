@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,6 +179,54 @@ func TestChaosConcurrentRefundsOverBothIngresses(t *testing.T) {
 		t.Fatalf("refunded %d by requests and %d outside of 1299: want as much as fits, never more", requests, outside)
 	}
 	r.refundLedger(t, "refunds: 20 over both ingresses and a dashboard", id, order.StatusPartiallyRefunded)
+}
+
+// Ten refund requests of 100 (five by HTTP, five by Kafka) while the customer
+// cancels the order inside its window, once two of them are reserved: the cancel refunds what is left when it
+// reserves, the requests what fits before it, and the provider never gives back
+// more than was charged: exactly 1299 in all, the order CANCELLED.
+func TestChaosCancelRacesRefunds(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"CANCEL_WINDOW": "10m"}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	status, id := r.postBody(t, "cancelled-refunded", refundableJSON)
+	if status != 202 {
+		t.Fatalf("POST: %d", status)
+	}
+	r.waitStatus(t, id, order.StatusPaid, time.Minute)
+	w := r.writer()
+	defer w.Close()
+	var wg sync.WaitGroup
+	var accepted atomic.Int64 // the HTTP requests taken; one after the cancel is refused, 409
+	for i := range 5 {
+		wg.Go(func() {
+			switch code, body := r.requestRefund(t, id, fmt.Sprintf("racing-%d", i), 100); code {
+			case 202, 201:
+				accepted.Add(1)
+			case http.StatusConflict:
+			default:
+				t.Errorf("racing-%d: %d %s", i, code, body)
+			}
+		})
+		wg.Go(func() { r.produceRefund(t, w, fmt.Sprintf("racing-event-%d", i), id, 100) })
+	}
+	// The cancel goes once two refunds hold their reservation, while the others
+	// are on their way.
+	stacktest.Eventually(t, time.Minute, "two refunds reserved", func() bool {
+		return r.count(t, `SELECT count(*) FROM refunds WHERE order_id = $1 AND amount IS NOT NULL`, id) >= 2
+	})
+	if code := r.cancel(t, id); code != 200 && code != 202 {
+		t.Errorf("cancel: %d", code)
+	}
+	wg.Wait()
+	r.waitStatus(t, id, order.StatusCancelled, 2*time.Minute)
+	r.refundsSettled(t, id, 5+int(accepted.Load()), 2*time.Minute)
+	requests, cancels, outside := r.providerRefunds(t, id)
+	if requests+cancels+outside != 1299 || outside != 0 {
+		t.Fatalf("the provider refunded %d by requests, %d by the cancel, %d by others: want 1299 in all", requests, cancels, outside)
+	}
+	r.refundLedger(t, "refunds: a cancel racing ten refund requests", id, order.StatusCancelled)
 }
 
 // A refund of an order that charged nothing is refused at once over HTTP, and
