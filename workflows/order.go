@@ -476,11 +476,12 @@ func (r *run) publish(ctx workflow.Context, eventType, reason string) error {
 }
 
 // ErrNotCancellable is the error type of the cancel update's rejection of an order
-// that is past cancelling (or already being cancelled).
+// that is past cancelling. A cancel while another is going through is taken: it
+// is that cancel retried (its answer was slow), and answers with it.
 const ErrNotCancellable = "NotCancellable"
 
 func (r *run) validateCancel() error {
-	if r.res.Status.Terminal() || r.res.Fulfilled || r.cancelRequested || r.done {
+	if r.res.Status.Terminal() || r.res.Fulfilled || r.done {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("order %s can no longer be cancelled: status %s", r.in.Order.ID, r.res.Status), ErrNotCancellable, nil)
 	}
@@ -494,8 +495,10 @@ const ErrCancelPending = "CancelPending"
 
 // cancel asks the main flow to cancel and answers once the order has settled.
 func (r *run) cancel(ctx workflow.Context) (OrderResult, error) {
-	r.cancelRequested = true
-	r.cancels.SendAsync(true)
+	if !r.cancelRequested { // a retried cancel joins the first one's wait
+		r.cancelRequested = true
+		r.cancels.SendAsync(true)
+	}
 	settled := func() bool { return r.res.Status.Terminal() || r.res.Fulfilled || r.done }
 	if err := workflow.Await(ctx, func() bool { return settled() || r.resting }); err != nil {
 		return r.res, err

@@ -371,8 +371,13 @@ func TestCredentialsAreRetriedAndRefusalsAreFinal(t *testing.T) {
 }
 
 func (e *env) cancelAt(t *testing.T, after time.Duration, done func(OrderResult, error)) {
+	e.cancelAs("cancel-1", after, done)
+}
+
+// cancelAs sends the cancel update with its own update ID, as a retried request does.
+func (e *env) cancelAs(id string, after time.Duration, done func(OrderResult, error)) {
 	e.RegisterDelayedCallback(func() {
-		e.UpdateWorkflow(UpdateCancel, "cancel-1", &testsuite.TestUpdateCallback{
+		e.UpdateWorkflow(UpdateCancel, id, &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { done(OrderResult{}, err) },
 			OnComplete: func(v any, err error) {
 				res, _ := v.(OrderResult)
@@ -402,6 +407,33 @@ func TestCancelBeforePayment(t *testing.T) {
 	}
 	if got := e.f.eventTypes(); !equal(got, []string{activities.EventOrderCancelled}) {
 		t.Fatalf("events = %v", got)
+	}
+}
+
+// A cancel whose answer is slow (the API gave up waiting) is retried: the retry
+// joins the cancel going through and answers CANCELLED with it, never
+// NotCancellable for an order that then ends CANCELLED.
+func TestARetriedCancelJoinsTheFirst(t *testing.T) {
+	e := newEnv(t)
+	rec := e.paid()
+	e.OnActivity(e.orders.RecordOrder, mock.Anything, mock.Anything).After(time.Minute).Return(nil)
+	answers := map[string]error{}
+	var statuses []string
+	for i, id := range []string{"cancel-1", "cancel-2"} {
+		e.cancelAs(id, time.Duration(i+1)*time.Second, func(r OrderResult, err error) {
+			answers[id] = err
+			statuses = append(statuses, string(r.Status))
+		})
+	}
+	e.execute(placeOrder())
+	if res := e.result(t); res.Status != order.StatusCancelled {
+		t.Fatalf("status = %s", res.Status)
+	}
+	if answers["cancel-1"] != nil || answers["cancel-2"] != nil || !equal(statuses, []string{"CANCELLED", "CANCELLED"}) {
+		t.Fatalf("cancel answers %v, statuses %v: want both CANCELLED", answers, statuses)
+	}
+	if len(rec.creates) != 0 || len(rec.refunds) != 0 || !equal(e.f.eventTypes(), []string{activities.EventOrderCancelled}) {
+		t.Fatalf("paid %d, refunded %d, events %v: want one cancel", len(rec.creates), len(rec.refunds), e.f.eventTypes())
 	}
 }
 

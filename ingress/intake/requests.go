@@ -43,8 +43,8 @@ var (
 	errCancelPending = errors.New("cancel pending")
 )
 
-// NotCancellableError is an order past cancelling: settled otherwise, fulfilled, or
-// being cancelled already.
+// NotCancellableError is an order past cancelling: settled otherwise or fulfilled
+// (a cancel already going through is joined, never refused).
 type NotCancellableError struct{ Status order.Status }
 
 func (e *NotCancellableError) Error() string { return "the order is " + string(e.Status) }
