@@ -100,7 +100,7 @@ func (a *Payments) ConfirmIntent(ctx context.Context, in ConfirmInput) (IntentSt
 	stop()
 	var perr *provider.Error
 	switch {
-	case errors.As(err, &perr) && perr.UnexpectedState():
+	case errors.As(err, &perr) && (perr.UnexpectedState() || perr.KeyReused()):
 		if pi, err = a.provider.RetrieveIntent(ctx, in.IntentID); err != nil {
 			return IntentState{}, a.lookupFailed(err)
 		}

@@ -99,6 +99,36 @@ func TestIntentChargeIsRecordedOnce(t *testing.T) {
 	}
 }
 
+// A confirm whose key the provider already took with other parameters (a retry
+// after a deploy changed the return URL) is answered idempotency_error: what the
+// key did is read from the intent, which says it succeeded, never taken as
+// nothing charged.
+func TestAConfirmKeyReusedIsSettledByReadingTheIntent(t *testing.T) {
+	pay, _, sim, o := newPayments(t)
+	ctx := context.Background()
+	wf := o.WorkflowID
+	step := func(op string) activities.Step {
+		return activities.Step{WorkflowID: wf, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: order.PaymentKey(wf, op, 0)}
+	}
+	in, err := pay.CreateIntent(ctx, activities.IntentInput{Step: step("intent"), Tenant: "t", PaymentMethod: o.PaymentMethod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler()) // the same sandbox, another client
+	t.Cleanup(srv.Close)
+	before := provider.New(provider.Config{URL: srv.URL, Timeout: 5 * time.Second, ReturnURL: "https://shop.example/back"}, nil)
+	if _, err := before.ConfirmIntent(ctx, step("confirm").Key, in.IntentID); err != nil {
+		t.Fatal(err)
+	}
+	st, err := pay.ConfirmIntent(ctx, activities.ConfirmInput{Step: step("confirm"), IntentID: in.IntentID})
+	if err != nil || st.Status != activities.IntentSucceeded {
+		t.Fatalf("confirm with the key reused: %+v, %v; want the intent's success", st, err)
+	}
+	if charges := len(sim.ChargesForOrder(o.ID)); charges != 1 {
+		t.Fatalf("%d charges", charges)
+	}
+}
+
 // The provider quotes a payment method it does not know; the error the workflow
 // gets, and so the order's failure and its event, carry it scrubbed.
 func TestProviderErrorTextIsScrubbed(t *testing.T) {

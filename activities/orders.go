@@ -54,8 +54,14 @@ func (a *Orders) Transition(ctx context.Context, t Transition) error {
 // MarkPaid moves the order to PAID like Transition and returns when it was first
 // recorded PAID: a run that pays again an order paid before (a reset, a recovery)
 // finds that time, and anchors the cancel window to it.
+//
+// An order paid before and moved since by others (PARTIALLY_REFUNDED, REFUNDED,
+// DISPUTED: the provider's refunds and disputes, which the order follows) is
+// paid still: a run that pays it again finds its payment and leaves its status
+// as it is, never refunding the rest as if PAID were forbidden.
 func (a *Orders) MarkPaid(ctx context.Context, t Transition) (time.Time, error) {
-	if err := a.Transition(ctx, Transition{OrderID: t.OrderID, To: order.StatusPaid, PaymentRef: t.PaymentRef}); err != nil {
+	err := asActivityError(a.store.MarkPaid(ctx, t.OrderID, t.PaymentRef))
+	if err != nil && !a.paidAndFollowed(ctx, t.OrderID) {
 		return time.Time{}, err
 	}
 	at, err := a.store.PaidAt(ctx, t.OrderID)
@@ -66,6 +72,14 @@ func (a *Orders) MarkPaid(ctx context.Context, t Transition) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("order %s is PAID with no time of payment", t.OrderID)
 	}
 	return *at, nil
+}
+
+// paidAndFollowed reports an order that was paid and has followed its payment
+// since: a status after the payment other than PAID.
+func (a *Orders) paidAndFollowed(ctx context.Context, orderID string) bool {
+	st, err := a.store.Standings(ctx, []string{orderID})
+	s, ok := st[orderID]
+	return err == nil && ok && s.Status != order.StatusPaid && order.AfterPayment(s.Status)
 }
 
 // PaidAt returns when the order was first recorded PAID; nil if it never was.

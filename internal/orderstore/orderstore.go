@@ -97,7 +97,23 @@ var ErrInvalidTransition = errors.New("invalid status transition")
 // status; paymentRef and failure are kept when empty. Moving to the status the order
 // already has is a no-op, so a retried move is safe.
 func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef, failure string) error {
-	from := order.Sources(to)
+	return s.move(ctx, id, to, paymentRef, failure, order.Sources(to))
+}
+
+// MarkPaid moves the order to PAID from a status before its payment only: a
+// dispute won moves a DISPUTED order back to PAID (Follow), never a run that
+// pays again an order others have moved since.
+func (s *Store) MarkPaid(ctx context.Context, id, paymentRef string) error {
+	var from []order.Status
+	for _, st := range order.Sources(order.StatusPaid) {
+		if !order.AfterPayment(st) {
+			from = append(from, st)
+		}
+	}
+	return s.move(ctx, id, order.StatusPaid, paymentRef, "", from)
+}
+
+func (s *Store) move(ctx context.Context, id string, to order.Status, paymentRef, failure string, from []order.Status) error {
 	tag, err := s.db.Exec(ctx, `
 		UPDATE orders
 		SET status = $2,

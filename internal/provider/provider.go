@@ -109,6 +109,13 @@ func (e *Error) InUse() bool { return e.StatusCode == http.StatusConflict }
 // of an intent that already succeeded: the intent itself says what happened.
 func (e *Error) UnexpectedState() bool { return e.Code == "payment_intent_unexpected_state" }
 
+// KeyReused reports a key the provider took first with other parameters (a
+// retry whose request changed, such as its return URL after a deploy): what the
+// key did is read from the object, never assumed.
+func (e *Error) KeyReused() bool {
+	return e.Type == "idempotency_error" && e.StatusCode == http.StatusBadRequest
+}
+
 // Retryable reports answers that a retry with the same key may turn into success:
 // a concurrent request with the key (409), rate limiting and server errors that are
 // not a saved answer being replayed.
