@@ -82,6 +82,15 @@ var alertCases = map[string]struct{ fires, quiet []string }{
 		fires: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0 0 0 1 1 1`},
 		quiet: []string{`orderflow_reconcile_discrepancies_total{kind="charge_without_order",action="refunded"} 0x60`},
 	},
+	"OrderflowReconcileStalled": {
+		// Passes complete on w1 until minute 20, then nowhere; w2 started at 0 and
+		// ran none.
+		fires: []string{`orderflow_reconcile_last_pass_timestamp_seconds{instance="w1"} 0+60x20 1200x40`,
+			`orderflow_reconcile_last_pass_timestamp_seconds{instance="w2"} 0x60`},
+		// From minute 21 they complete on w2 instead.
+		quiet: []string{`orderflow_reconcile_last_pass_timestamp_seconds{instance="w1"} 0+60x20 1200x40`,
+			`orderflow_reconcile_last_pass_timestamp_seconds{instance="w2"} 0x20 1260+60x39`},
+	},
 	"OrderflowProviderSlow": {
 		fires: latency("orderflow_provider_request_duration_seconds", 30),
 		quiet: latency("orderflow_provider_request_duration_seconds", 0.3),

@@ -38,6 +38,9 @@ const (
 	// KindOpenIntent: an intent of ours still open (it could take a card through its
 	// client secret) on an order that ended without it.
 	KindOpenIntent = "open_intent"
+	// KindUnchecked: an object a pass could not look at (reading it failed); a
+	// later pass looks again.
+	KindUnchecked = "unchecked"
 )
 
 // Actions taken on a discrepancy.
@@ -47,6 +50,9 @@ const (
 	ActionReported        = "reported"       // left to a person (RECONCILE_REFUND_ORPHANS off)
 	ActionOrderFollowed   = "order_followed" // the order was moved to what the provider holds
 	ActionCancelled       = "cancelled"      // the intent was cancelled at the provider
+	// ActionFailed: the repair (or the read) failed; the detail says why. A later
+	// pass tries again when trying can help, and its success replaces this action.
+	ActionFailed = "action_failed"
 )
 
 // Engine is the workflow engine as a pass sees it.
@@ -83,6 +89,18 @@ type Ledger interface {
 	OrderOfIntent(ctx context.Context, intentID string) (string, error)
 }
 
+// Findings is where a pass records what it found and where it stands (Store).
+type Findings interface {
+	Record(ctx context.Context, f Finding) (bool, error)
+	Cursor(ctx context.Context, name string) (time.Time, bool, error)
+	SetCursor(ctx context.Context, name string, at time.Time) error
+	RequestExplains(ctx context.Context, tenant, id, providerRefundID string) (bool, error)
+	KeyGeneration(ctx context.Context, base string) (time.Time, error)
+	NewKeyGeneration(ctx context.Context, base string, at time.Time) error
+	DropKeyGeneration(ctx context.Context, base string) error
+	DropKeyGenerationsBefore(ctx context.Context, before time.Time) error
+}
+
 // Options are a reconciler's policy.
 type Options struct {
 	// Grace is how long an order stays unsettled before its workflow is looked at:
@@ -106,6 +124,7 @@ type Report struct {
 	Charges          int // charges read from the provider
 	Refunds          int // refunds and disputes read from the provider
 	Findings         int // discrepancies found for the first time
+	Failed           int // repairs or reads of one object that failed: findings, tried again later
 	ProviderRequests int
 }
 
@@ -115,7 +134,7 @@ type Reconciler struct {
 	provider Provider
 	orders   Orders
 	ledger   Ledger
-	findings *Store
+	findings Findings
 	opts     Options
 	found    *prometheus.CounterVec
 	lastPass prometheus.Gauge
@@ -134,7 +153,7 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 			Help: "Discrepancies the reconciler found between the provider, the engine and the ledger, by kind and what was done."},
 			[]string{"kind", "action"}),
 		LastPass: prometheus.NewGauge(prometheus.GaugeOpts{Name: "orderflow_reconcile_last_pass_timestamp_seconds",
-			Help: "When the last reconcile pass finished."}),
+			Help: "When the last reconcile pass this process ran completed, or the process started if none has."}),
 	}
 	// Every pair a pass can count, at zero: an alert sees the series before the
 	// first discrepancy.
@@ -146,12 +165,20 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindOpenIntent, ActionCancelled)
+	for _, kind := range []string{KindWorkflowClosed, KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders,
+		KindRefundElsewhere, KindDispute, KindOpenIntent, KindUnchecked} {
+		m.Found.WithLabelValues(kind, ActionFailed)
+	}
+	// A process that has completed no pass counts from its start: a fleet that
+	// restarted and never completes one is a stalled reconciler too, and the
+	// stall alert sees it three intervals later.
+	m.LastPass.SetToCurrentTime()
 	reg.MustRegister(m.Found, m.LastPass)
 	return m
 }
 
 // New returns a reconciler.
-func New(e Engine, p Provider, o Orders, l Ledger, f *Store, m Metrics, opts Options) *Reconciler {
+func New(e Engine, p Provider, o Orders, l Ledger, f Findings, m Metrics, opts Options) *Reconciler {
 	return &Reconciler{engine: e, provider: p, orders: o, ledger: l, findings: f, opts: opts, found: m.Found, lastPass: m.LastPass}
 }
 
@@ -170,67 +197,132 @@ const maxUnsettled = 1000
 // cursorName is the provider side's cursor.
 const cursorName = "provider_charges"
 
-// Pass runs one pass: the engine side, then the provider side.
+// pass is what one pass has done so far.
+type pass struct {
+	start time.Time
+	since time.Time // where the provider side reads from
+	rep   Report
+	// reread is the earliest creation time of an object whose failed repair a
+	// later pass tries again; zero for none.
+	reread time.Time
+}
+
+// rereadFrom has the next pass list again what was created at or after at.
+func (p *pass) rereadFrom(at time.Time) {
+	if p.reread.IsZero() || at.Before(p.reread) {
+		p.reread = at
+	}
+}
+
+// Pass runs one pass: the engine side, then the provider side. A repair of one
+// object that fails (a refund, a cancel, a follow, a recovery run) is a finding
+// and the pass goes on with the others. Only a read that leaves the rest of a
+// side unexamined (the cursor, a list) fails the pass, after the other side has
+// run; the cursor then stays where it was, and the pass does not count as
+// completed.
 func (r *Reconciler) Pass(ctx context.Context) (Report, error) {
-	start := time.Now()
-	var rep Report
-	if err := r.engineSide(ctx, start, &rep); err != nil {
-		return rep, err
+	p := &pass{start: time.Now()}
+	engineErr := r.engineSide(ctx, p)
+	if err := r.providerSides(ctx, p); err != nil {
+		return p.rep, errors.Join(engineErr, err)
 	}
-	if err := r.providerSide(ctx, start, &rep); err != nil {
-		return rep, err
+	// The cursor is the provider side's alone: it moves even when the engine
+	// side, which reads every unsettled order each pass, failed.
+	if err := r.findings.SetCursor(ctx, cursorName, r.nextCursor(p)); err != nil {
+		return p.rep, errors.Join(engineErr, err)
 	}
-	if err := r.elsewhere(ctx, rep.Since, &rep); err != nil {
-		return rep, err
+	// The provider forgets a key after a day: so can a generation.
+	if err := r.findings.DropKeyGenerationsBefore(ctx, p.start.Add(-keyLife)); err != nil {
+		return p.rep, errors.Join(engineErr, err)
 	}
-	if err := r.openIntents(ctx, rep.Since, &rep); err != nil {
-		return rep, err
-	}
-	if err := r.findings.SetCursor(ctx, cursorName, start); err != nil {
-		return rep, err
+	if engineErr != nil {
+		return p.rep, engineErr
 	}
 	r.lastPass.SetToCurrentTime()
-	return rep, nil
+	return p.rep, nil
+}
+
+// keyLife is how long the provider keeps a key's answer.
+const keyLife = 24 * time.Hour
+
+// retryWindow bounds how far behind its pass's start the cursor stays for a
+// failed repair: every pass reads again all that was created since, so an object
+// still failing after an hour of passes is left to a person (its action_failed
+// finding, the alert on it).
+const retryWindow = time.Hour
+
+// nextCursor is where the next pass reads from (less the overlap): this pass's
+// start, or, when a repair failed that a later pass tries again, no later than
+// the failed object's creation, so the next pass lists it again with what it is
+// now (a charge refunded meanwhile is not refunded again). Holding the cursor,
+// rather than keeping a list of failed objects, re-reads them by the lists a pass
+// reads anyway: refunds and intents are read by no other consistent means, and
+// their creation time is not known, so a failure of one holds the whole window.
+func (r *Reconciler) nextCursor(p *pass) time.Time {
+	at := p.start
+	if !p.reread.IsZero() && p.reread.Add(r.opts.Overlap).Before(at) {
+		at = p.reread.Add(r.opts.Overlap)
+	}
+	if floor := p.start.Add(-retryWindow); at.Before(floor) {
+		at = floor
+	}
+	return at
 }
 
 // engineSide starts a recovery run for each unsettled order whose workflow is not
 // running.
-func (r *Reconciler) engineSide(ctx context.Context, start time.Time, rep *Report) error {
-	unsettled, closed, err := r.workflowless(ctx, start)
+func (r *Reconciler) engineSide(ctx context.Context, p *pass) error {
+	unchecked := func(o orderstore.Unsettled, err error) error {
+		return r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: o.ID, Tenant: o.Tenant, Amount: o.Amount, Currency: o.Currency}, err)
+	}
+	unsettled, closed, err := r.workflowless(ctx, p.start, unchecked)
 	if err != nil {
 		return err
 	}
-	rep.Unsettled = unsettled
+	p.rep.Unsettled = unsettled
 	for _, o := range closed {
-		intent, err := r.ledger.IntentOfOrder(ctx, o.ID)
-		if err != nil {
-			return err
-		}
-		if err := r.engine.Recover(ctx, o, intent); err != nil {
-			return fmt.Errorf("recover order %s: %w", o.ID, err)
-		}
-		rep.Recovered++
-		f := workflowClosed(o)
-		f.Action, f.ProviderID = ActionRecoveryStarted, intent
-		if err := r.record(ctx, rep, f); err != nil {
+		if err := r.recover(ctx, p, o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// recover starts the recovery run of an unsettled order whose workflow is not
+// running. A failure is a finding: the next pass, which reads every unsettled
+// order, tries again.
+func (r *Reconciler) recover(ctx context.Context, p *pass, o orderstore.Unsettled) error {
+	f := workflowClosed(o)
+	intent, err := r.ledger.IntentOfOrder(ctx, o.ID)
+	if err == nil {
+		f.ProviderID = intent
+		err = r.engine.Recover(ctx, o, intent)
+	}
+	if err != nil {
+		return r.failed(ctx, p, f, fmt.Errorf("recover order %s: %w", o.ID, err))
+	}
+	p.rep.Recovered++
+	f.Action = ActionRecoveryStarted
+	return r.record(ctx, p, f)
+}
+
 // workflowless reads the orders unsettled for longer than the grace before now and
-// returns how many it read and those whose workflow is not running.
-func (r *Reconciler) workflowless(ctx context.Context, now time.Time) (int, []orderstore.Unsettled, error) {
+// returns how many it read and those whose workflow is not running. An order
+// whose workflow cannot be described is given to unchecked, and left out unless
+// it returns an error.
+func (r *Reconciler) workflowless(ctx context.Context, now time.Time, unchecked func(orderstore.Unsettled, error) error) (int, []orderstore.Unsettled, error) {
 	open, err := r.orders.Unsettled(ctx, now.Add(-r.opts.Grace), maxUnsettled)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("read unsettled orders: %w", err)
 	}
 	var closed []orderstore.Unsettled
 	for _, o := range open {
 		running, err := r.engine.Running(ctx, o.WorkflowID)
 		if err != nil {
-			return 0, nil, fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)
+			if err := unchecked(o, fmt.Errorf("describe workflow %s: %w", o.WorkflowID, err)); err != nil {
+				return 0, nil, err
+			}
+			continue
 		}
 		if !running {
 			closed = append(closed, o)
@@ -245,9 +337,11 @@ func workflowClosed(o orderstore.Unsettled) Finding {
 		Detail: "the order was " + string(o.Status) + " with no running workflow"}
 }
 
-// providerSide checks that every succeeded charge created since the last pass
-// belongs to an order that shows it, and refunds (or reports) the others.
-func (r *Reconciler) providerSide(ctx context.Context, start time.Time, rep *Report) error {
+// providerSides reads the cursor and runs the provider's three checks from it:
+// the charges, the refunds and disputes of others, the open intents. Each runs
+// whatever the others did; the error of any (a list that could not be read) is
+// the pass's.
+func (r *Reconciler) providerSides(ctx context.Context, p *pass) error {
 	since, ok, err := r.findings.Cursor(ctx, cursorName)
 	switch {
 	case err != nil:
@@ -255,31 +349,55 @@ func (r *Reconciler) providerSide(ctx context.Context, start time.Time, rep *Rep
 	case ok:
 		since = since.Add(-r.opts.Overlap)
 	default:
-		since = start.Add(-r.opts.FirstLookback)
+		since = p.start.Add(-r.opts.FirstLookback)
 	}
-	rep.Since = since
-	charges, found, err := r.unexplained(ctx, since)
+	p.since, p.rep.Since = since, since
+	charges := r.providerSide(ctx, p)
+	others := r.elsewhere(ctx, p)
+	intents := r.openIntents(ctx, p)
+	return errors.Join(charges, others, intents)
+}
+
+// providerSide checks that every succeeded charge created since the last pass
+// belongs to an order that shows it, and refunds (or reports) the others.
+func (r *Reconciler) providerSide(ctx context.Context, p *pass) error {
+	charges, found, err := r.unexplained(ctx, p.since)
 	if err != nil {
 		return err
 	}
-	rep.Charges = charges
-	rep.ProviderRequests += charges/100 + 1
+	p.rep.Charges = charges
+	p.rep.ProviderRequests += charges/100 + 1
 	for _, u := range found {
-		c, f := u.charge, u.finding
-		f.Action = ActionReported
 		if r.opts.RefundOrphans {
-			rep.ProviderRequests++
-			if _, err := r.provider.RefundCharge(ctx, "reconcile:refund:"+c.ID, c.ID, c.Amount-c.Refunded,
-				map[string]string{"order_id": c.Metadata["order_id"], "orderflow_reconciled": f.Kind}); err != nil {
-				return fmt.Errorf("refund charge %s (%s): %w", c.ID, f.Kind, err)
-			}
-			f.Action = ActionRefunded
+			err = r.refundOrphan(ctx, p, u)
+		} else {
+			f := u.finding
+			f.Action = ActionReported
+			err = r.record(ctx, p, f)
 		}
-		if err := r.record(ctx, rep, f); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// refundOrphan refunds what is left of an unexplained charge and records it. A
+// refund that fails is a finding, tried again by a later pass (providerFailed).
+func (r *Reconciler) refundOrphan(ctx context.Context, p *pass, u unexplainedCharge) error {
+	c, f := u.charge, u.finding
+	base := "reconcile:refund:" + c.ID
+	key, err := r.key(ctx, base)
+	if err == nil {
+		p.rep.ProviderRequests++
+		_, err = r.provider.RefundCharge(ctx, key, c.ID, c.Amount-c.Refunded,
+			map[string]string{"order_id": c.Metadata["order_id"], "orderflow_reconciled": f.Kind})
+	}
+	if err != nil {
+		return r.providerFailed(ctx, p, f, base, c.Created, fmt.Errorf("refund charge %s (%s): %w", c.ID, f.Kind, err))
+	}
+	f.Action = ActionRefunded
+	return r.done(ctx, p, f, base, key)
 }
 
 // unexplainedCharge is a succeeded, unrefunded charge no order shows, and what is
@@ -302,7 +420,7 @@ func (r *Reconciler) unexplained(ctx context.Context, since time.Time) (int, []u
 	}
 	orders, err := r.orders.Standings(ctx, ids)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("read the orders of %d charges: %w", len(charges), err)
 	}
 	var out []unexplainedCharge
 	for _, c := range charges {
@@ -334,12 +452,12 @@ func judge(c provider.Charge, orders map[string]orderstore.Standing) (Finding, b
 }
 
 // record stores a finding and counts it the first time it is found.
-func (r *Reconciler) record(ctx context.Context, rep *Report, f Finding) error {
+func (r *Reconciler) record(ctx context.Context, p *pass, f Finding) error {
 	isNew, err := r.findings.Record(ctx, f)
 	if err != nil || !isNew {
 		return err
 	}
-	rep.Findings++
+	p.rep.Findings++
 	r.found.WithLabelValues(f.Kind, f.Action).Inc()
 	return nil
 }
@@ -348,37 +466,39 @@ func (r *Reconciler) record(ctx context.Context, rep *Report, f Finding) error {
 // of its payment since the last pass (their webhooks may have been lost). A
 // refund a refund request made is others' only when the request does not
 // explain it.
-func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, rep *Report) error {
-	refunds, err := r.provider.ListRefundsSince(ctx, since)
-	if err != nil {
-		return fmt.Errorf("list refunds since %s: %w", since.Format(time.RFC3339), err)
+func (r *Reconciler) elsewhere(ctx context.Context, p *pass) error {
+	// Either list failing fails the pass, but what the other lists is followed.
+	refunds, refundsErr := r.provider.ListRefundsSince(ctx, p.since)
+	if refundsErr != nil {
+		refundsErr = fmt.Errorf("list refunds since %s: %w", p.since.Format(time.RFC3339), refundsErr)
 	}
 	// Disputes change long after they are opened (a bank takes weeks): every one
 	// of the last disputeWindow is read, and each of its statuses is a trigger.
-	disputes, err := r.provider.ListDisputes(ctx, time.Now().Add(-disputeWindow))
-	if err != nil {
-		return fmt.Errorf("list disputes: %w", err)
+	disputes, disputesErr := r.provider.ListDisputes(ctx, time.Now().Add(-disputeWindow))
+	if disputesErr != nil {
+		disputesErr = fmt.Errorf("list disputes: %w", disputesErr)
 	}
-	rep.Refunds = len(refunds) + len(disputes)
-	rep.ProviderRequests += len(refunds)/100 + len(disputes)/100 + 2
+	listErr := errors.Join(refundsErr, disputesErr)
+	p.rep.Refunds = len(refunds) + len(disputes)
+	p.rep.ProviderRequests += len(refunds)/100 + len(disputes)/100 + 2
 	var found []trigger
 	for _, re := range refunds {
 		if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
 			(re.Status == "succeeded" || re.Status == "pending") {
-			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField]})
+			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true})
 		}
 	}
 	for _, d := range disputes {
 		if d.Intent != "" {
-			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, ""})
+			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, "", false})
 		}
 	}
 	for _, tr := range found {
-		if err := r.follow(ctx, rep, tr); err != nil {
-			return err
+		if err := r.follow(ctx, p, tr); err != nil {
+			return errors.Join(listErr, err)
 		}
 	}
-	return nil
+	return listErr
 }
 
 // refundRequestField is the refund metadata that names the refund request that
@@ -386,39 +506,63 @@ func (r *Reconciler) elsewhere(ctx context.Context, since time.Time, rep *Report
 const refundRequestField = "orderflow_refund_request"
 
 // trigger is a refund or dispute at the provider that a paid order may have to
-// follow; request is the refund request a refund names, if any.
-type trigger struct{ id, intent, kind, request string }
+// follow; request is the refund request a refund names, if any; listed, that it
+// was listed since the cursor (a dispute is read again by every pass).
+type trigger struct {
+	id, intent, kind, request string
+	listed                    bool
+}
 
 // follow has the paid order of tr's intent follow it and records the finding,
 // unless the refund request that made it explains it (its row shows it, or it is
-// on its way).
-func (r *Reconciler) follow(ctx context.Context, rep *Report, tr trigger) error {
+// on its way). A failure is a finding; the next pass lists tr again.
+func (r *Reconciler) follow(ctx context.Context, p *pass, tr trigger) error {
+	o, detail, err := r.followed(ctx, tr)
+	if err != nil {
+		if tr.listed {
+			p.rereadFrom(p.since)
+		}
+		return r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: o.ID, Tenant: o.Tenant, ProviderID: tr.id}, err)
+	}
+	if detail == "" {
+		return nil
+	}
+	f := Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: o.ID, Tenant: o.Tenant,
+		ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: detail}
+	if err := r.engine.Follow(ctx, o, tr.intent, tr.id); err != nil {
+		if tr.listed {
+			p.rereadFrom(p.since)
+		}
+		return r.failed(ctx, p, f, fmt.Errorf("follow %s of order %s: %w", tr.id, o.ID, err))
+	}
+	return r.record(ctx, p, f)
+}
+
+// followed returns the paid order that must follow tr and why; no why when none
+// must (the intent pays no order of ours, the order ended otherwise, or the
+// refund request that made the refund explains it).
+func (r *Reconciler) followed(ctx context.Context, tr trigger) (order.Order, string, error) {
 	orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
 	if err != nil || orderID == "" {
-		return nil
+		return order.Order{}, "", err
 	}
 	orders, err := r.orders.Standings(ctx, []string{orderID})
 	if err != nil {
-		return err
+		return order.Order{ID: orderID}, "", fmt.Errorf("read order %s: %w", orderID, err)
 	}
 	o, ok := orders[orderID]
 	if !ok || !order.AfterPayment(o.Status) || o.PaymentRef != tr.intent {
-		return nil // not paid by it, or ended otherwise: the charges' check covers it
-	}
-	detail := "made at the provider by others"
-	if tr.request != "" {
-		explained, err := r.findings.RequestExplains(ctx, o.Tenant, tr.request, tr.id)
-		if err != nil || explained {
-			return err
-		}
-		detail = "made for refund request " + tr.request + ", which does not show it"
+		return order.Order{}, "", nil // not paid by it, or ended otherwise: the charges' check covers it
 	}
 	oo := order.Order{ID: orderID, Tenant: o.Tenant, WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}
-	if err := r.engine.Follow(ctx, oo, tr.intent, tr.id); err != nil {
-		return fmt.Errorf("follow %s of order %s: %w", tr.id, orderID, err)
+	if tr.request == "" {
+		return oo, "made at the provider by others", nil
 	}
-	return r.record(ctx, rep, Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: orderID, Tenant: o.Tenant,
-		ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: detail})
+	explained, err := r.findings.RequestExplains(ctx, o.Tenant, tr.request, tr.id)
+	if err != nil || explained {
+		return oo, "", err
+	}
+	return oo, "made for refund request " + tr.request + ", which does not show it", nil
 }
 
 // Audit is what a read-only pass found: the discrepancies left, none repaired.
@@ -430,10 +574,11 @@ type Audit struct {
 
 // Audit looks as a pass does, over the charges created since since, and repairs
 // nothing: a check that every succeeded charge belongs to an order that shows it
-// and no unsettled order is left without its workflow.
+// and no unsettled order is left without its workflow. An order it cannot look
+// at fails it: a check must see everything.
 func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) {
 	var a Audit
-	unsettled, closed, err := r.workflowless(ctx, time.Now())
+	unsettled, closed, err := r.workflowless(ctx, time.Now(), func(_ orderstore.Unsettled, err error) error { return err })
 	if err != nil {
 		return a, err
 	}
@@ -457,12 +602,12 @@ func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) 
 // without them: declined, cancelled or failed, or paid by another intent. Open, an
 // intent takes a card through its client secret. Intents that are not ours, and
 // those of orders still paying, are left alone.
-func (r *Reconciler) openIntents(ctx context.Context, since time.Time, rep *Report) error {
-	intents, err := r.provider.ListIntents(ctx, since)
+func (r *Reconciler) openIntents(ctx context.Context, p *pass) error {
+	intents, err := r.provider.ListIntents(ctx, p.since)
 	if err != nil {
-		return fmt.Errorf("list intents since %s: %w", since.Format(time.RFC3339), err)
+		return fmt.Errorf("list intents since %s: %w", p.since.Format(time.RFC3339), err)
 	}
-	rep.ProviderRequests += len(intents)/100 + 1
+	p.rep.ProviderRequests += len(intents)/100 + 1
 	var open []provider.Intent
 	var ids []string
 	for _, pi := range intents {
@@ -478,7 +623,7 @@ func (r *Reconciler) openIntents(ctx context.Context, since time.Time, rep *Repo
 	}
 	orders, err := r.orders.Standings(ctx, ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("read the orders of %d open intents: %w", len(open), err)
 	}
 	for _, pi := range open {
 		o, ok := orders[pi.Metadata["order_id"]]
@@ -487,19 +632,31 @@ func (r *Reconciler) openIntents(ctx context.Context, since time.Time, rep *Repo
 		if !ended || o.Tenant != pi.Metadata["tenant"] {
 			continue
 		}
-		rep.ProviderRequests++
-		_, err := r.provider.CancelIntent(ctx, "reconcile:cancel:"+pi.ID, pi.ID)
-		var perr *provider.Error
-		if errors.As(err, &perr) && perr.UnexpectedState() {
-			continue // it moved on meanwhile (a charge is the charges' check's)
-		}
-		if err != nil {
-			return fmt.Errorf("cancel intent %s: %w", pi.ID, err)
-		}
-		if err := r.record(ctx, rep, Finding{Kind: KindOpenIntent, Action: ActionCancelled, OrderID: pi.Metadata["order_id"],
-			Tenant: o.Tenant, ProviderID: pi.ID, Amount: pi.Amount, Detail: "open on an order that is " + string(o.Status)}); err != nil {
+		f := Finding{Kind: KindOpenIntent, Action: ActionCancelled, OrderID: pi.Metadata["order_id"],
+			Tenant: o.Tenant, ProviderID: pi.ID, Amount: pi.Amount, Detail: "open on an order that is " + string(o.Status)}
+		if err := r.cancelIntent(ctx, p, pi, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cancelIntent cancels an open intent and records f. A cancel that fails is a
+// finding, tried again by a later pass (providerFailed).
+func (r *Reconciler) cancelIntent(ctx context.Context, p *pass, pi provider.Intent, f Finding) error {
+	base := "reconcile:cancel:" + pi.ID
+	key, err := r.key(ctx, base)
+	if err == nil {
+		p.rep.ProviderRequests++
+		_, err = r.provider.CancelIntent(ctx, key, pi.ID)
+	}
+	var perr *provider.Error
+	if errors.As(err, &perr) && perr.UnexpectedState() {
+		return nil // it moved on meanwhile (a charge is the charges' check's)
+	}
+	if err != nil {
+		// An intent's creation time is not listed: the whole window is read again.
+		return r.providerFailed(ctx, p, f, base, p.since, fmt.Errorf("cancel intent %s: %w", pi.ID, err))
+	}
+	return r.done(ctx, p, f, base, key)
 }

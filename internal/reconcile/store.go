@@ -51,12 +51,17 @@ func (s *Store) RequestExplains(ctx context.Context, tenant, id, providerRefundI
 }
 
 // Record stores f unless the same discrepancy (kind, provider object, order) is
-// stored; true when it is new.
+// stored; true when it is new. A discrepancy stored as action_failed that a later
+// pass repaired is stored again with what was done, and counts as new: one row per
+// discrepancy, holding what was last done about it.
 func (s *Store) Record(ctx context.Context, f Finding) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO reconcile_findings (kind, action, order_id, tenant, provider_id, amount, currency, detail)
 		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), $6, NULLIF($7, ''), $8)
-		ON CONFLICT DO NOTHING`, f.Kind, f.Action, f.OrderID, f.Tenant, f.ProviderID, f.Amount, f.Currency, f.Detail)
+		ON CONFLICT (kind, provider_id, order_id) DO UPDATE
+		SET action = EXCLUDED.action, amount = EXCLUDED.amount, detail = EXCLUDED.detail, found_at = now()
+		WHERE reconcile_findings.action = $9 AND EXCLUDED.action <> $9`,
+		f.Kind, f.Action, f.OrderID, f.Tenant, f.ProviderID, f.Amount, f.Currency, f.Detail, ActionFailed)
 	if err != nil {
 		return false, fmt.Errorf("record %s finding: %w", f.Kind, err)
 	}
@@ -99,6 +104,43 @@ func (s *Store) SetCursor(ctx context.Context, name string, at time.Time) error 
 		ON CONFLICT (name) DO UPDATE SET since = EXCLUDED.since, updated_at = now()`, name, at)
 	if err != nil {
 		return fmt.Errorf("set cursor %s: %w", name, err)
+	}
+	return nil
+}
+
+// keyCursor names the reconcile_cursors row that holds the generation of the keys
+// derived from base: when it began. Such a row lives while the object's action
+// has not succeeded, a day at most (DropKeyGenerationsBefore).
+func keyCursor(base string) string { return "key:" + base }
+
+// KeyGeneration returns when the current generation of the keys derived from base
+// began; zero for the first (base itself).
+func (s *Store) KeyGeneration(ctx context.Context, base string) (time.Time, error) {
+	at, _, err := s.Cursor(ctx, keyCursor(base))
+	return at, err
+}
+
+// NewKeyGeneration begins a generation of base's keys at at: the last key's
+// answer is lost for good.
+func (s *Store) NewKeyGeneration(ctx context.Context, base string, at time.Time) error {
+	return s.SetCursor(ctx, keyCursor(base), at)
+}
+
+// DropKeyGeneration forgets base's generation once its action succeeded.
+func (s *Store) DropKeyGeneration(ctx context.Context, base string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM reconcile_cursors WHERE name = $1`, keyCursor(base)); err != nil {
+		return fmt.Errorf("drop the key generation of %s: %w", base, err)
+	}
+	return nil
+}
+
+// DropKeyGenerationsBefore forgets the generations begun before before, whose
+// objects were settled otherwise (the lost answer had done it) or left to a
+// person: the table keeps a row per cursor, not per object.
+func (s *Store) DropKeyGenerationsBefore(ctx context.Context, before time.Time) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM reconcile_cursors WHERE name LIKE 'key:%' AND since < $1`, before)
+	if err != nil {
+		return fmt.Errorf("drop key generations: %w", err)
 	}
 	return nil
 }
