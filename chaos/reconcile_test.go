@@ -494,3 +494,42 @@ func (r *rig) paidEvents(t *testing.T) map[string][]string {
 	}
 	return out
 }
+
+// The reconciler's refund of a charge with no order is answered a saved 500 (the
+// provider replays it to the key for a day); a support agent meanwhile refunds
+// part of a paid order in the dashboard, with no webhook. The passes go on: the
+// order is PARTIALLY_REFUNDED within two intervals, the failure is a finding, and
+// a later pass refunds the stray charge with a new key, once.
+func TestChaosReconcileGoesOnPastAFailedRefund(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	id := r.paidOrder(t, "followed")
+	var intent string
+	if err := r.Pool.QueryRow(context.Background(), `SELECT payment_ref FROM orders WHERE id = $1`, id).Scan(&intent); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	stray := order.IDFor(stacktest.Name("stray"))
+	ch, err := elsewhere.Charge(context.Background(), stacktest.Name("dashboard"), 700, "USD", "pm_card_visa", stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Sim.SetFaults(sandbox.Faults{Only: "refund", FailBefore: 1})
+	r.reconciler(t)
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the stray charge's refund to be tried", func() bool {
+		return r.Sim.Requests("reconcile:refund:"+ch.ID) > 0
+	})
+	if _, err := elsewhere.RefundIntent(context.Background(), "dashboard-300", intent, 300, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus(t, id, order.StatusPartiallyRefunded, 2*reconcileEvery+30*time.Second)
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the stray charge refunded with a new key", func() bool {
+		c := r.Sim.ChargesForOrder(stray)
+		return len(c) == 1 && c[0].AmountRefunded == c[0].Amount
+	})
+	if n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE provider_id = $1`, ch.ID); n != 1 {
+		t.Fatalf("%d findings for the stray charge, want 1 (failed, then refunded)", n)
+	}
+	r.refundLedger(t, "reconcile: goes on past a failed refund", id, order.StatusPartiallyRefunded)
+}
