@@ -9,8 +9,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderflow/orderflow/internal/platform/database"
 )
 
 // Status of a payment row.
@@ -52,19 +53,8 @@ type Entry struct {
 	Amount     int64  // as first recorded: a retry sends the same request
 }
 
-// DB is what the ledger runs statements on: a pool, or a transaction (pgxpool.Pool
-// and pgx.Tx both are).
-type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-var (
-	_ DB = (*pgxpool.Pool)(nil)
-	_ DB = (pgx.Tx)(nil)
-)
+// DB is a pool or a transaction (database.DB).
+type DB = database.DB
 
 // Store is the payments table.
 type Store struct {

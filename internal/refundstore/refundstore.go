@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/refund"
 )
 
@@ -51,19 +51,8 @@ func (r Row) Holds() bool {
 	return r.Amount > 0 && (r.Status == refund.StatusPending || r.Status == refund.StatusSucceeded)
 }
 
-// DB is what the store runs statements on: a pool, or a transaction (pgxpool.Pool
-// and pgx.Tx both are).
-type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-var (
-	_ DB = (*pgxpool.Pool)(nil)
-	_ DB = (pgx.Tx)(nil)
-)
+// DB is a pool or a transaction (database.DB).
+type DB = database.DB
 
 // Store is the refunds table.
 type Store struct {
