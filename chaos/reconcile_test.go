@@ -28,6 +28,7 @@ import (
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/internal/sandbox"
@@ -42,7 +43,8 @@ const reconcileEvery = 3 * time.Second
 // newReconciler is a reconciler of the rig's orders against its sandbox.
 func (r *rig) newReconciler() *reconcile.Reconciler {
 	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
-	return reconcile.New(worker.NewEngine(r.Temporal, r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
+	dc, _ := payloadcodec.Converters(r.Codec)
+	return reconcile.New(worker.NewEngine(r.Temporal, dc, r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
 		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
 		reconcile.NewMetrics(prometheus.NewRegistry()),
 		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})

@@ -10,6 +10,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -162,4 +163,10 @@ func firstInput(t *testing.T, ctx context.Context, id, keys string, v any) error
 		t.Fatal(err)
 	}
 	return dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), v)
+}
+
+// stackConverter is the data converter of the stack's Temporal clients.
+func stackConverter(t *testing.T) converter.DataConverter {
+	dc, _ := payloadcodec.Converters(stackCodec(t))
+	return dc
 }

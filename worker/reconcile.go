@@ -8,6 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/fairness"
@@ -36,15 +37,16 @@ func (a *Reconciler) Reconcile(ctx context.Context) (reconcile.Report, error) {
 // and the recovery run of one that does not.
 type Engine struct {
 	c         client.Client
+	dc        converter.DataConverter // the client's, to read a workflow's input
 	taskQueue string
 	fair      fairness.Weights
 	policy    workflows.Policy
 }
 
 // NewEngine returns the engine that starts recovery runs on taskQueue with policy,
-// each with its tenant as fairness key.
-func NewEngine(c client.Client, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Engine {
-	return &Engine{c: c, taskQueue: taskQueue, fair: fair, policy: policy}
+// each with its tenant as fairness key; dc is the client's data converter.
+func NewEngine(c client.Client, dc converter.DataConverter, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Engine {
+	return &Engine{c: c, dc: dc, taskQueue: taskQueue, fair: fair, policy: policy}
 }
 
 // Running reports whether the workflow's latest run is open; a workflow Temporal

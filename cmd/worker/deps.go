@@ -43,7 +43,8 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	budget := provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg), float64(c.PaymentsRate))
 	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, budget), events, reg, traces)
 	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
-	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, c.TaskQueue, c.Fairness, c.Policy), paced,
+	dc, _ := payloadcodec.Converters(base.Codec)
+	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, dc, c.TaskQueue, c.Fairness, c.Policy), paced,
 		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on
 	// another worker waits for the next interval.

@@ -220,3 +220,21 @@ func (s *Store) RefundKeys(ctx context.Context, orderID string) ([]string, error
 	}
 	return keys, nil
 }
+
+// Rebuild writes back the payment of an order whose rows were lost (a restore,
+// a failover): its intent and the intent's charge, as the provider holds them.
+// Their keys are the provider's IDs (rebuilt:...), never a key a run sends, so a
+// run that confirms the intent again finds the charge recorded on this row and
+// counts none of its own. Rebuilding again is a no-op.
+func (s *Store) Rebuild(ctx context.Context, orderID, intentID, chargeID string, amount int64, currency string) error {
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO payments (idempotency_key, order_id, kind, amount, currency, status, provider_id, intent_id)
+		VALUES ('rebuilt:' || $2, $1, $4, $6, $7, $8, $2, NULL),
+		       ('rebuilt:' || $3, $1, $5, $6, $7, $9, $3, $2)
+		ON CONFLICT (idempotency_key) DO NOTHING`,
+		orderID, intentID, chargeID, Intent, Charge, amount, currency, Created, Succeeded)
+	if err != nil {
+		return fmt.Errorf("rebuild the payment of order %s: %w", orderID, err)
+	}
+	return nil
+}

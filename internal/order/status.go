@@ -51,6 +51,18 @@ var transitions = map[Status][]Status{
 	StatusRefunded:          {StatusCancelled, StatusFailed}, // a cancel then refunds nothing
 }
 
+// BeforePayment returns the statuses of an order whose payment has not settled:
+// those a payment moves to PAID.
+func BeforePayment() []Status {
+	var out []Status
+	for _, from := range Sources(StatusPaid) {
+		if !AfterPayment(from) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
 // AfterPayment reports the statuses of a paid order that follow the provider:
 // refunds and disputes made elsewhere move it among them.
 func AfterPayment(s Status) bool {

@@ -104,13 +104,7 @@ func (s *Store) Move(ctx context.Context, id string, to order.Status, paymentRef
 // dispute won moves a DISPUTED order back to PAID (Follow), never a run that
 // pays again an order others have moved since.
 func (s *Store) MarkPaid(ctx context.Context, id, paymentRef string) error {
-	var from []order.Status
-	for _, st := range order.Sources(order.StatusPaid) {
-		if !order.AfterPayment(st) {
-			from = append(from, st)
-		}
-	}
-	return s.move(ctx, id, order.StatusPaid, paymentRef, "", from)
+	return s.move(ctx, id, order.StatusPaid, paymentRef, "", order.BeforePayment())
 }
 
 func (s *Store) move(ctx context.Context, id string, to order.Status, paymentRef, failure string, from []order.Status) error {
@@ -404,6 +398,35 @@ func (s *Store) Follow(ctx context.Context, id string, to order.Status, refunded
 		id, to, refunded, after)
 	if err != nil {
 		return false, fmt.Errorf("move order %s to %s: %w", id, to, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Rebuild writes back an order that its workflow shows paid by paymentRef but
+// the table does not: lost to a restore or a failover, or recorded again before
+// its payment by a request retried after the loss. True when the row was
+// missing or moved; an order others moved on since its payment is left as it is.
+func (s *Store) Rebuild(ctx context.Context, o order.Order, paymentRef string) (bool, error) {
+	items, err := json.Marshal(o.Items)
+	if err != nil {
+		return false, fmt.Errorf("encode items: %w", err)
+	}
+	tag, err := s.db.Exec(ctx, `
+		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint, payment_ref, paid_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+		ON CONFLICT DO NOTHING`,
+		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPaid, o.Fingerprint(), paymentRef)
+	if err != nil {
+		return false, fmt.Errorf("rebuild order %s: %w", o.ID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	tag, err = s.db.Exec(ctx, `
+		UPDATE orders SET status = $2, payment_ref = $3, paid_at = COALESCE(paid_at, now()), updated_at = now()
+		WHERE id = $1 AND status = ANY($4)`, o.ID, order.StatusPaid, paymentRef, order.BeforePayment())
+	if err != nil {
+		return false, fmt.Errorf("rebuild order %s: %w", o.ID, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -140,16 +140,36 @@ func (f *fakeProvider) keysFor(chargeID string) []string {
 	return out
 }
 
-// fakeEngine runs every workflow, and records the follows it starts; followErrs
-// are the answers of the next Follow calls.
+// fakeEngine runs every workflow but those closed, and records the follows it
+// starts; followErrs are the answers of the next Follow calls; known are what workflows say of their orders, by order ID (Lost) and by
+// workflow ID (Known); lostErr the answer to Lost; closed the workflows not
+// running; recovered the orders whose recovery runs it started.
 type fakeEngine struct {
 	followed   []string
 	followErrs []error
+	known      map[string]Known
+	lostErr    error
+	closed     map[string]bool
+	recovered  []string
 }
 
-func (e *fakeEngine) Running(context.Context, string) (bool, error) { return true, nil }
-func (e *fakeEngine) Recover(context.Context, orderstore.Unsettled, string) error {
+func (e *fakeEngine) Running(_ context.Context, workflowID string) (bool, error) {
+	return !e.closed[workflowID], nil
+}
+func (e *fakeEngine) Recover(_ context.Context, o orderstore.Unsettled, _ string) error {
+	e.recovered = append(e.recovered, o.ID)
 	return nil
+}
+func (e *fakeEngine) Known(_ context.Context, workflowID string) (Known, bool, error) {
+	k, ok := e.known[workflowID]
+	return k, ok, nil
+}
+func (e *fakeEngine) Lost(_ context.Context, tenant, orderID string, _, _ time.Time) (Known, bool, error) {
+	if e.lostErr != nil {
+		return Known{}, false, e.lostErr
+	}
+	k, ok := e.known[orderID]
+	return k, ok && k.Order.Tenant == tenant, nil
 }
 func (e *fakeEngine) Follow(_ context.Context, o order.Order, _, trigger string) error {
 	if len(e.followErrs) > 0 {
@@ -163,17 +183,20 @@ func (e *fakeEngine) Follow(_ context.Context, o order.Order, _, trigger string)
 	return nil
 }
 
-// fakeOrders are orders by ID; none is unsettled.
-type fakeOrders map[string]orderstore.Standing
-
-func (o fakeOrders) Unsettled(context.Context, time.Time, int) ([]orderstore.Unsettled, error) {
-	return nil, nil
+// fakeOrders are orders by ID, and those unsettled.
+type fakeOrders struct {
+	byID map[string]orderstore.Standing
+	open []orderstore.Unsettled
 }
 
-func (o fakeOrders) Standings(_ context.Context, ids []string) (map[string]orderstore.Standing, error) {
+func (o *fakeOrders) Unsettled(context.Context, time.Time, int) ([]orderstore.Unsettled, error) {
+	return o.open, nil
+}
+
+func (o *fakeOrders) Standings(_ context.Context, ids []string) (map[string]orderstore.Standing, error) {
 	out := map[string]orderstore.Standing{}
 	for _, id := range ids {
-		if s, ok := o[id]; ok {
+		if s, ok := o.byID[id]; ok {
 			out[id] = s
 		}
 	}
@@ -193,6 +216,15 @@ func (l fakeLedger) OrderOfIntent(_ context.Context, intentID string) (string, e
 type fakeFindings struct {
 	rows    map[[3]string]Finding
 	cursors map[string]time.Time
+	rebuilt map[string]Known // by order ID
+}
+
+func (s *fakeFindings) Rebuild(_ context.Context, k Known) (bool, error) {
+	if _, ok := s.rebuilt[k.Order.ID]; ok {
+		return false, nil
+	}
+	s.rebuilt[k.Order.ID] = k
+	return true, nil
 }
 
 func (s *fakeFindings) Record(_ context.Context, f Finding) (bool, error) {
@@ -256,6 +288,7 @@ func (s *fakeFindings) find(kind, providerID string) (Finding, bool) {
 // dashboard (re_dash).
 type rig struct {
 	pay      *fakeProvider
+	orders   *fakeOrders
 	engine   *fakeEngine
 	findings *fakeFindings
 	metrics  Metrics
@@ -278,13 +311,13 @@ func newRig(t *testing.T) *rig {
 				Status: "succeeded"}, now.Add(-time.Minute)}},
 			saved: map[string]error{}, refused: map[string]*provider.Error{}, faults: map[string]int{},
 		},
-		engine:   &fakeEngine{},
-		findings: &fakeFindings{rows: map[[3]string]Finding{}, cursors: map[string]time.Time{}},
+		engine:   &fakeEngine{known: map[string]Known{}, closed: map[string]bool{}},
+		findings: &fakeFindings{rows: map[[3]string]Finding{}, cursors: map[string]time.Time{}, rebuilt: map[string]Known{}},
 		metrics:  NewMetrics(prometheus.NewRegistry()),
 	}
-	orders := fakeOrders{"ord_3": {Tenant: "acme", WorkflowID: "order:acme:1", Status: order.StatusPaid, PaymentRef: "pi_3",
-		Amount: 1000, Currency: "usd"}}
-	r.rec = New(r.engine, r.pay, orders, fakeLedger{"pi_3": "ord_3"}, r.findings, r.metrics,
+	r.orders = &fakeOrders{byID: map[string]orderstore.Standing{"ord_3": {Tenant: "acme", WorkflowID: "order:acme:1",
+		Status: order.StatusPaid, PaymentRef: "pi_3", Amount: 1000, Currency: "usd"}}}
+	r.rec = New(r.engine, r.pay, r.orders, fakeLedger{"pi_3": "ord_3"}, r.findings, r.metrics,
 		Options{Grace: time.Minute, Overlap: 5 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
 	return r
 }

@@ -65,6 +65,14 @@ type Engine interface {
 	// Follow starts the run that moves a paid order to what the provider holds of
 	// its payment, once per trigger (a refund's or dispute's ID).
 	Follow(ctx context.Context, o order.Order, intentID, trigger string) error
+	// Known returns what the order's workflow says of it: the order it was
+	// started with and its payment. False when the workflow is gone, or closed
+	// without a result.
+	Known(ctx context.Context, workflowID string) (Known, bool, error)
+	// Lost finds the workflow of the tenant's order among those started between
+	// from and to, and returns what it says of the order; false when none is
+	// the order's.
+	Lost(ctx context.Context, tenant, orderID string, from, to time.Time) (Known, bool, error)
 }
 
 // Provider is the payment provider as a pass sees it: lists, and refunds.
@@ -99,6 +107,8 @@ type Findings interface {
 	NewKeyGeneration(ctx context.Context, base string, at time.Time) error
 	DropKeyGeneration(ctx context.Context, base string) error
 	DropKeyGenerationsBefore(ctx context.Context, before time.Time) error
+	// Rebuild writes back an order and its payment that the table lost.
+	Rebuild(ctx context.Context, k Known) (bool, error)
 }
 
 // Options are a reconciler's policy.
@@ -293,6 +303,14 @@ func (r *Reconciler) engineSide(ctx context.Context, p *pass) error {
 // order, tries again.
 func (r *Reconciler) recover(ctx context.Context, p *pass, o orderstore.Unsettled) error {
 	f := workflowClosed(o)
+	done, err := r.rebuildUnsettled(ctx, p, o)
+	if err != nil {
+		return r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: o.ID, Tenant: o.Tenant, Amount: o.Amount, Currency: o.Currency},
+			fmt.Errorf("read the workflow of order %s: %w", o.ID, err))
+	}
+	if done {
+		return nil
+	}
 	intent, err := r.ledger.IntentOfOrder(ctx, o.ID)
 	if err == nil {
 		f.ProviderID = intent
@@ -368,6 +386,15 @@ func (r *Reconciler) providerSide(ctx context.Context, p *pass) error {
 	p.rep.Charges = charges
 	p.rep.ProviderRequests += charges/100 + 1
 	for _, u := range found {
+		if u.finding.Kind == KindChargeWithoutOrder {
+			done, err := r.rebuildCharge(ctx, p, u.charge)
+			if err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
+		}
 		if r.opts.RefundOrphans {
 			err = r.refundOrphan(ctx, p, u)
 		} else {

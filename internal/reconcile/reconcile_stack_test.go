@@ -36,6 +36,14 @@ func (e *engine) Follow(context.Context, order.Order, string, string) error {
 	return nil
 }
 
+// Known and Lost: no workflow of these orders is remembered.
+func (e *engine) Known(context.Context, string) (reconcile.Known, bool, error) {
+	return reconcile.Known{}, false, nil
+}
+func (e *engine) Lost(context.Context, string, string, time.Time, time.Time) (reconcile.Known, bool, error) {
+	return reconcile.Known{}, false, nil
+}
+
 // counted counts the requests sent to the provider.
 type counted struct{ n atomic.Int64 }
 

@@ -9,6 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderflow/orderflow/internal/ledger"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/refund"
 	"github.com/orderflow/orderflow/internal/refundstore"
 )
@@ -35,6 +38,30 @@ type Store struct {
 
 // NewStore returns the store on pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, refunds: refundstore.New(pool)} }
+
+// Rebuild writes back, in one transaction, the order and the payment that the
+// workflow engine and the provider show (Known) and the table lost: true when
+// the order's row was missing or moved.
+func (s *Store) Rebuild(ctx context.Context, k Known) (bool, error) {
+	var changed bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if changed, err = orderstore.New(tx).Rebuild(ctx, k.Order, k.IntentID); err != nil {
+			return err
+		}
+		return ledger.On(tx).Rebuild(ctx, k.Order.ID, k.IntentID, k.ChargeID, k.Order.Amount, k.Order.Currency)
+	})
+	return changed, err
+}
+
+// Known is an order as the workflow engine remembers it: the order its workflow
+// was started with, and what the workflow says of its payment.
+type Known struct {
+	Order    order.Order
+	Status   order.Status
+	IntentID string
+	ChargeID string
+}
 
 // RequestExplains reports whether the tenant's refund request id explains a
 // refund the provider made with its ID in the metadata: the request succeeded

@@ -1,0 +1,82 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/provider"
+)
+
+// KindRowRebuilt: an order that PostgreSQL lost (a restore, a failover) or holds
+// as not yet paid, which the workflow engine and the provider show paid: its
+// row and its payment were written back.
+const KindRowRebuilt = "row_rebuilt"
+
+// ActionRebuilt: the order's row and its payment were written back.
+const ActionRebuilt = "rebuilt"
+
+// lostWindow is how long before its charge an order's workflow may have
+// started: the search for the workflow of a charge whose order is missing reads
+// the workflows started in that window.
+const lostWindow = 24 * time.Hour
+
+// rebuildCharge writes back the order of a succeeded charge whose order row is
+// missing, when the workflow engine remembers that order paid by the charge's
+// intent: the database lost its tail, not the order. True when it did, or when
+// the engine could not be asked (nothing is refunded on a guess: a later pass
+// asks again). Only a charge nobody explains is left to be refunded.
+func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Charge) (bool, error) {
+	tenant, orderID := c.Metadata["tenant"], c.Metadata["order_id"]
+	if !order.ValidTenant(tenant) || orderID == "" || c.Intent == "" {
+		return false, nil // not an order's intent of ours
+	}
+	// A charge's creation is in whole seconds, on the provider's clock.
+	k, ok, err := r.engine.Lost(ctx, tenant, orderID, c.Created.Add(-lostWindow), c.Created.Add(time.Minute))
+	if err != nil {
+		p.rereadFrom(c.Created)
+		return true, r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: orderID, Tenant: tenant, ProviderID: c.ID},
+			fmt.Errorf("find the workflow of order %s: %w", orderID, err))
+	}
+	if !ok || k.IntentID != c.Intent || !order.AfterPayment(k.Status) {
+		return false, nil
+	}
+	k.ChargeID = c.ID
+	return true, r.rebuild(ctx, p, k, c.Created, "the order's row was missing; its workflow shows it "+string(k.Status)+" by "+c.Intent)
+}
+
+// rebuildUnsettled writes back the payment of an unsettled order whose workflow
+// closed showing it paid: the row was recorded again, before its payment, by a
+// request retried after the table lost it. True when it did.
+func (r *Reconciler) rebuildUnsettled(ctx context.Context, p *pass, o orderstore.Unsettled) (bool, error) {
+	k, ok, err := r.engine.Known(ctx, o.WorkflowID)
+	if err != nil || !ok || k.IntentID == "" || k.ChargeID == "" || !order.AfterPayment(k.Status) {
+		return false, err
+	}
+	return true, r.rebuild(ctx, p, k, time.Time{}, "the order was "+string(o.Status)+"; its workflow shows it "+string(k.Status)+" by "+k.IntentID)
+}
+
+// rebuild writes k back and records the finding. A rebuilt order paid and then
+// refunded or disputed is PAID in its row: a follow run moves it to what the
+// provider holds. A failure is a finding; a later pass finds the order again.
+func (r *Reconciler) rebuild(ctx context.Context, p *pass, k Known, created time.Time, detail string) error {
+	o := k.Order
+	f := Finding{Kind: KindRowRebuilt, Action: ActionRebuilt, OrderID: o.ID, Tenant: o.Tenant, ProviderID: k.ChargeID,
+		Amount: o.Amount, Currency: o.Currency, Detail: detail}
+	changed, err := r.findings.Rebuild(ctx, k)
+	if err == nil && k.Status != order.StatusPaid {
+		err = r.engine.Follow(ctx, o, k.IntentID, "rebuilt:"+k.ChargeID)
+	}
+	if err != nil {
+		if !created.IsZero() {
+			p.rereadFrom(created)
+		}
+		return r.failed(ctx, p, f, fmt.Errorf("rebuild order %s: %w", o.ID, err))
+	}
+	if !changed {
+		return nil
+	}
+	return r.record(ctx, p, f)
+}

@@ -1,0 +1,128 @@
+package reconcile
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/provider"
+)
+
+// lostOrder adds to the rig a charge of pi_4 (ch_4) for ord_4 of acme, an order
+// the table does not hold, and returns the order as its workflow remembers it.
+func (r *rig) lostOrder() order.Order {
+	o := order.Order{ID: "ord_4", Tenant: "acme", WorkflowID: "order:acme:http:k4", CustomerID: "cus_1", Amount: 1299, Currency: "usd",
+		Items: []order.Item{{SKU: "sku-1", Quantity: 1, UnitAmount: 1299}}}
+	r.pay.charges = append(r.pay.charges, provider.Charge{ID: "ch_4", Amount: 1299, Currency: "usd", Status: "succeeded",
+		Intent: "pi_4", Metadata: map[string]string{"order_id": "ord_4", "tenant": "acme"}, Created: time.Now().Add(-time.Minute)})
+	return o
+}
+
+func (r *rig) refundsOf(chargeID string) int { return r.pay.refundsOf(chargeID) }
+
+// PostgreSQL restored to a snapshot taken before an order was paid: the charge
+// names an order the table lost, which its workflow shows paid by the charge's
+// intent. The order and its payment are written back; nothing is refunded.
+func TestALostOrderIsRebuiltNotRefunded(t *testing.T) {
+	r := newRig(t)
+	o := r.lostOrder()
+	r.engine.known["ord_4"] = Known{Order: o, Status: order.StatusPaid, IntentID: "pi_4"}
+	r.pass(t, "first pass")
+	r.pass(t, "second pass")
+	if n := r.refundsOf("ch_4"); n != 0 {
+		t.Fatalf("the lost order's charge refunded %d times", n)
+	}
+	k, ok := r.findings.rebuilt["ord_4"]
+	if !ok || k.ChargeID != "ch_4" || k.IntentID != "pi_4" || k.Order.WorkflowID != o.WorkflowID {
+		t.Fatalf("rebuilt %+v (%t), want ord_4 paid by pi_4 with ch_4", k, ok)
+	}
+	if a := r.action(KindRowRebuilt, "ch_4"); a != ActionRebuilt {
+		t.Fatalf("row_rebuilt finding: %q", a)
+	}
+	if a := r.action(KindChargeWithoutOrder, "ch_4"); a != "" {
+		t.Fatalf("the lost order's charge found without an order: %q", a)
+	}
+	if r.refundsOf("ch_1") != 1 || r.refundsOf("ch_2") != 1 {
+		t.Fatalf("the charges nobody explains refunded %d and %d times, want 1", r.refundsOf("ch_1"), r.refundsOf("ch_2"))
+	}
+}
+
+// A workflow of the order that shows it paid by another intent, or not paid,
+// does not explain the charge: it is refunded.
+func TestAChargeItsOrdersWorkflowDoesNotShowIsRefunded(t *testing.T) {
+	for name, k := range map[string]Known{
+		"paid by another intent": {Status: order.StatusPaid, IntentID: "pi_other"},
+		"cancelled":              {Status: order.StatusCancelled, IntentID: "pi_4"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			k.Order = r.lostOrder()
+			r.engine.known["ord_4"] = k
+			r.pass(t, "pass")
+			if n := r.refundsOf("ch_4"); n != 1 {
+				t.Fatalf("charge refunded %d times, want 1", n)
+			}
+			if len(r.findings.rebuilt) != 0 {
+				t.Fatalf("rebuilt %v", r.findings.rebuilt)
+			}
+		})
+	}
+}
+
+// A workflow engine that cannot be asked refunds nothing: the charge is a
+// finding, the cursor stays, and the next pass, with the engine back, rebuilds.
+func TestAnEngineThatCannotBeAskedRefundsNothing(t *testing.T) {
+	r := newRig(t)
+	o := r.lostOrder()
+	r.engine.known["ord_4"] = Known{Order: o, Status: order.StatusPaid, IntentID: "pi_4"}
+	r.engine.lostErr = errors.New("temporal: unavailable")
+	rep := r.pass(t, "pass with the engine down")
+	if n := r.refundsOf("ch_4"); n != 0 {
+		t.Fatalf("charge refunded %d times while the engine could not be asked", n)
+	}
+	if a := r.action(KindUnchecked, "ch_4"); a != ActionFailed || rep.Failed != 1 {
+		t.Fatalf("unchecked finding %q, %d failed", a, rep.Failed)
+	}
+	if at := r.findings.cursors[cursorName]; !at.Before(time.Now().Add(-time.Minute + r.rec.opts.Overlap)) {
+		t.Fatalf("cursor moved to %v past the charge", at)
+	}
+	r.engine.lostErr = nil
+	r.pass(t, "pass with the engine back")
+	if _, ok := r.findings.rebuilt["ord_4"]; !ok || r.refundsOf("ch_4") != 0 {
+		t.Fatalf("after the engine came back: rebuilt %t, refunded %d", ok, r.refundsOf("ch_4"))
+	}
+}
+
+// A key retried after the restore recorded the order again before the
+// reconciler rebuilt it: the row is PENDING, its workflow closed long ago
+// showing it paid. The row is rebuilt; no recovery run starts (one would find no
+// intent in the ledger, which lost it too, and end the order CANCELLED).
+func TestAnOrderRecordedAgainAfterALossIsRebuiltNotRecovered(t *testing.T) {
+	r := newRig(t)
+	o := r.lostOrder()
+	r.orders.open = []orderstore.Unsettled{{Row: orderstore.Row{ID: o.ID, Status: order.StatusPending, WorkflowID: o.WorkflowID,
+		Amount: o.Amount, Currency: o.Currency}, Tenant: o.Tenant}}
+	r.orders.byID[o.ID] = orderstore.Standing{Tenant: o.Tenant, WorkflowID: o.WorkflowID, Status: order.StatusPending,
+		Amount: o.Amount, Currency: o.Currency}
+	r.engine.closed[o.WorkflowID] = true
+	r.engine.known[o.WorkflowID] = Known{Order: o, Status: order.StatusPaid, IntentID: "pi_4", ChargeID: "ch_4"}
+	r.pass(t, "pass")
+	if len(r.engine.recovered) != 0 {
+		t.Fatalf("recovery runs started for %v", r.engine.recovered)
+	}
+	if k, ok := r.findings.rebuilt[o.ID]; !ok || k.IntentID != "pi_4" {
+		t.Fatalf("rebuilt %+v (%t)", k, ok)
+	}
+	if n := r.refundsOf("ch_4"); n != 0 {
+		t.Fatalf("charge refunded %d times", n)
+	}
+	// A closed workflow that shows no payment is recovered, as before.
+	r.engine.known[o.WorkflowID] = Known{Order: o, Status: order.StatusCancelled}
+	delete(r.findings.rebuilt, o.ID)
+	r.pass(t, "second pass")
+	if len(r.engine.recovered) != 1 {
+		t.Fatalf("recovery runs: %v, want one for %s", r.engine.recovered, o.ID)
+	}
+}

@@ -1,0 +1,107 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/workflows"
+)
+
+// maxLostPages bounds the search for a lost order's workflow: a tenant that
+// started more than this many pages of orders in the window leaves the charge
+// unchecked, never refunded on a guess.
+const (
+	lostPageSize = 1000
+	maxLostPages = 50
+)
+
+// Known returns what the order's workflow says of it: the order from its
+// current run's input, and its payment from its result (closed) or its status
+// query (running). False when Temporal no longer has it, or it closed without a
+// result (terminated, failed, timed out).
+func (e *Engine) Known(ctx context.Context, workflowID string) (reconcile.Known, bool, error) {
+	d, err := e.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	var missing *serviceerror.NotFound
+	switch {
+	case errors.As(err, &missing):
+		return reconcile.Known{}, false, nil
+	case err != nil:
+		return reconcile.Known{}, false, fmt.Errorf("describe %s: %w", workflowID, err)
+	}
+	var res workflows.OrderResult
+	switch d.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		v, err := e.c.QueryWorkflow(ctx, workflowID, "", workflows.QueryStatus)
+		if err == nil {
+			err = v.Get(&res)
+		}
+		if err != nil {
+			return reconcile.Known{}, false, fmt.Errorf("query %s: %w", workflowID, err)
+		}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		if err := e.c.GetWorkflow(ctx, workflowID, "").Get(ctx, &res); err != nil {
+			return reconcile.Known{}, false, fmt.Errorf("result of %s: %w", workflowID, err)
+		}
+	default:
+		return reconcile.Known{}, false, nil
+	}
+	var in workflows.PlaceOrder
+	if err := e.input(ctx, workflowID, &in); err != nil {
+		return reconcile.Known{}, false, err
+	}
+	return reconcile.Known{Order: in.Order, Status: res.Status, IntentID: res.IntentID, ChargeID: res.ChargeID}, true, nil
+}
+
+// input decodes the input of the workflow's current run.
+func (e *Engine) input(ctx context.Context, workflowID string, v any) error {
+	it := e.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return fmt.Errorf("history of %s: empty", workflowID)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return fmt.Errorf("history of %s: %w", workflowID, err)
+	}
+	if err := e.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), v); err != nil {
+		return fmt.Errorf("input of %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+// Lost finds the workflow of the tenant's order among the order workflows of
+// the tenant started between from and to (an order's ID is a digest of its
+// workflow's: each listed ID is digested and compared) and returns what it
+// says of the order.
+func (e *Engine) Lost(ctx context.Context, tenant, orderID string, from, to time.Time) (reconcile.Known, bool, error) {
+	if !order.ValidTenant(tenant) {
+		return reconcile.Known{}, false, nil // and never in a query's text
+	}
+	query := fmt.Sprintf("WorkflowType = 'Order' AND WorkflowId STARTS_WITH '%s' AND StartTime BETWEEN '%s' AND '%s'",
+		order.Kind+":"+tenant+":", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+	var token []byte
+	for range maxLostPages {
+		page, err := e.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: lostPageSize, NextPageToken: token})
+		if err != nil {
+			return reconcile.Known{}, false, fmt.Errorf("list the workflows of %s: %w", tenant, err)
+		}
+		for _, ex := range page.GetExecutions() {
+			id := ex.GetExecution().GetWorkflowId()
+			if strings.HasPrefix(id, order.Kind+":"+tenant+":") && order.IDFor(id) == orderID {
+				return e.Known(ctx, id)
+			}
+		}
+		if token = page.GetNextPageToken(); len(token) == 0 {
+			return reconcile.Known{}, false, nil
+		}
+	}
+	return reconcile.Known{}, false, fmt.Errorf("order %s not among the first %d workflows of %s", orderID, maxLostPages*lostPageSize, tenant)
+}
