@@ -44,7 +44,7 @@ const reconcileEvery = 3 * time.Second
 func (r *rig) newReconciler() *reconcile.Reconciler {
 	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
 	dc, _ := payloadcodec.Converters(r.Codec)
-	return reconcile.New(worker.NewEngine(r.Temporal, dc, r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
+	return reconcile.New(worker.NewEngine(r.Temporal, dc, r.Env["TEMPORAL_NAMESPACE"], r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
 		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
 		reconcile.NewMetrics(prometheus.NewRegistry()),
 		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})

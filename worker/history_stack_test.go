@@ -180,7 +180,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 	}
 	u := orderstore.Unsettled{Row: orderstore.Row{ID: in.Order.ID, Status: order.StatusPaymentPending, CustomerID: in.Order.CustomerID,
 		Currency: in.Order.Currency, Amount: in.Order.Amount, Items: in.Order.Items, WorkflowID: id}, Tenant: h.tenant}
-	if err := worker.NewEngine(h.Temporal, stackConverter(t), h.Queue, fairness.Weights{}, in.Policy).Recover(ctx, u, intent); err != nil {
+	if err := worker.NewEngine(h.Temporal, stackConverter(t), h.Env["TEMPORAL_NAMESPACE"], h.Queue, fairness.Weights{}, in.Policy).Recover(ctx, u, intent); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil || res.Status != order.StatusPaid {

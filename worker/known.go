@@ -105,3 +105,13 @@ func (e *Engine) Lost(ctx context.Context, tenant, orderID string, from, to time
 	}
 	return reconcile.Known{}, false, fmt.Errorf("order %s not among the first %d workflows of %s", orderID, maxLostPages*lostPageSize, tenant)
 }
+
+// Retention is how long Temporal keeps a closed workflow: the namespace's
+// retention, read each time (an operator may change it).
+func (e *Engine) Retention(ctx context.Context) (time.Duration, error) {
+	d, err := e.c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: e.namespace})
+	if err != nil {
+		return 0, fmt.Errorf("describe namespace %s: %w", e.namespace, err)
+	}
+	return d.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(), nil
+}

@@ -38,15 +38,17 @@ func (a *Reconciler) Reconcile(ctx context.Context) (reconcile.Report, error) {
 type Engine struct {
 	c         client.Client
 	dc        converter.DataConverter // the client's, to read a workflow's input
+	namespace string
 	taskQueue string
 	fair      fairness.Weights
 	policy    workflows.Policy
 }
 
-// NewEngine returns the engine that starts recovery runs on taskQueue with policy,
-// each with its tenant as fairness key; dc is the client's data converter.
-func NewEngine(c client.Client, dc converter.DataConverter, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Engine {
-	return &Engine{c: c, dc: dc, taskQueue: taskQueue, fair: fair, policy: policy}
+// NewEngine returns the engine of the client's namespace that starts recovery
+// runs on taskQueue with policy, each with its tenant as fairness key; dc is the
+// client's data converter.
+func NewEngine(c client.Client, dc converter.DataConverter, namespace, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Engine {
+	return &Engine{c: c, dc: dc, namespace: namespace, taskQueue: taskQueue, fair: fair, policy: policy}
 }
 
 // Running reports whether the workflow's latest run is open; a workflow Temporal

@@ -44,7 +44,7 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, budget), events, reg, traces)
 	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
 	dc, _ := payloadcodec.Converters(base.Codec)
-	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, dc, c.TaskQueue, c.Fairness, c.Policy), paced,
+	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, dc, c.TemporalNamespace, c.TaskQueue, c.Fairness, c.Policy), paced,
 		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on
 	// another worker waits for the next interval.

@@ -151,6 +151,7 @@ type fakeEngine struct {
 	lostErr    error
 	closed     map[string]bool
 	recovered  []string
+	retention  time.Duration // 72h when zero
 }
 
 func (e *fakeEngine) Running(_ context.Context, workflowID string) (bool, error) {
@@ -159,6 +160,12 @@ func (e *fakeEngine) Running(_ context.Context, workflowID string) (bool, error)
 func (e *fakeEngine) Recover(_ context.Context, o orderstore.Unsettled, _ string) error {
 	e.recovered = append(e.recovered, o.ID)
 	return nil
+}
+func (e *fakeEngine) Retention(context.Context) (time.Duration, error) {
+	if e.retention == 0 {
+		return 72 * time.Hour, nil
+	}
+	return e.retention, nil
 }
 func (e *fakeEngine) Known(_ context.Context, workflowID string) (Known, bool, error) {
 	k, ok := e.known[workflowID]

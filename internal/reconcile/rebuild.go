@@ -40,11 +40,34 @@ func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Char
 		return true, r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: orderID, Tenant: tenant, ProviderID: c.ID},
 			fmt.Errorf("find the workflow of order %s: %w", orderID, err))
 	}
-	if !ok || k.IntentID != c.Intent || !order.AfterPayment(k.Status) {
+	if !ok {
+		return r.forgotten(ctx, p, c)
+	}
+	if k.IntentID != c.Intent || !order.AfterPayment(k.Status) {
 		return false, nil
 	}
 	k.ChargeID = c.ID
 	return true, r.rebuild(ctx, p, k, c.Created, "the order's row was missing; its workflow shows it "+string(k.Status)+" by "+c.Intent)
+}
+
+// forgotten reports, rather than refunds, a charge of an order's intent of ours
+// that no workflow shows when it is older than the engine's retention: its
+// workflow may have paid an order and been deleted since (a restore of a backup
+// older than the retention), and nobody can tell. True when it did.
+func (r *Reconciler) forgotten(ctx context.Context, p *pass, c provider.Charge) (bool, error) {
+	keep, err := r.engine.Retention(ctx)
+	if err != nil {
+		p.rereadFrom(c.Created)
+		return true, r.failed(ctx, p, Finding{Kind: KindUnchecked, ProviderID: c.ID, Tenant: c.Metadata["tenant"]},
+			fmt.Errorf("read the workflow engine's retention: %w", err))
+	}
+	if !c.Created.Before(time.Now().Add(-keep)) {
+		return false, nil
+	}
+	return true, r.record(ctx, p, Finding{Kind: KindChargeWithoutOrder, Action: ActionReported, Tenant: c.Metadata["tenant"],
+		ProviderID: c.ID, Amount: c.Amount - c.Refunded, Currency: c.Currency,
+		Detail: "no order " + c.Metadata["order_id"] + ", and older than the workflow engine's retention (" + keep.String() +
+			"): its workflow may have paid it and been deleted"})
 }
 
 // rebuildUnsettled writes back the payment of an unsettled order whose workflow

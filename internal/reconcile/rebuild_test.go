@@ -126,3 +126,27 @@ func TestAnOrderRecordedAgainAfterALossIsRebuiltNotRecovered(t *testing.T) {
 		t.Fatalf("recovery runs: %v, want one for %s", r.engine.recovered, o.ID)
 	}
 }
+
+// A backup older than Temporal's retention restored: a charge of an order's
+// intent of ours that no workflow shows, older than the retention, may have paid
+// an order whose workflow was deleted since. It is reported, not refunded; a
+// younger one nobody shows is refunded.
+func TestAChargeOlderThanTheEnginesMemoryIsReportedNotRefunded(t *testing.T) {
+	r := newRig(t)
+	r.lostOrder() // ch_4, a minute old; no workflow shows it
+	r.engine.retention = 30 * time.Second
+	r.pass(t, "pass")
+	if n := r.refundsOf("ch_4"); n != 0 {
+		t.Fatalf("a charge older than the retention refunded %d times", n)
+	}
+	if a := r.action(KindChargeWithoutOrder, "ch_4"); a != ActionReported {
+		t.Fatalf("its finding: %q, want reported", a)
+	}
+
+	r = newRig(t)
+	r.lostOrder()
+	r.pass(t, "pass within the retention")
+	if n := r.refundsOf("ch_4"); n != 1 {
+		t.Fatalf("a charge nobody shows, within the retention, refunded %d times, want 1", n)
+	}
+}

@@ -73,6 +73,8 @@ type Engine interface {
 	// from and to, and returns what it says of the order; false when none is
 	// the order's.
 	Lost(ctx context.Context, tenant, orderID string, from, to time.Time) (Known, bool, error)
+	// Retention is how long the engine keeps a closed workflow.
+	Retention(ctx context.Context) (time.Duration, error)
 }
 
 // Provider is the payment provider as a pass sees it: lists, and refunds.

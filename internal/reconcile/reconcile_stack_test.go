@@ -40,6 +40,7 @@ func (e *engine) Follow(context.Context, order.Order, string, string) error {
 func (e *engine) Known(context.Context, string) (reconcile.Known, bool, error) {
 	return reconcile.Known{}, false, nil
 }
+func (e *engine) Retention(context.Context) (time.Duration, error) { return 72 * time.Hour, nil }
 func (e *engine) Lost(context.Context, string, string, time.Time, time.Time) (reconcile.Known, bool, error) {
 	return reconcile.Known{}, false, nil
 }
