@@ -535,3 +535,43 @@ func TestChaosReconcileGoesOnPastAFailedRefund(t *testing.T) {
 	}
 	r.refundLedger(t, "reconcile: goes on past a failed refund", id, order.StatusPartiallyRefunded)
 }
+
+// A cardholder's bank disputes the payment of an order cancelled (and refunded)
+// in its window, as with credit_not_processed: no webhook reaches orderflow, and
+// within two reconcile intervals the order, still CANCELLED, shows the dispute
+// in the API, with a finding; the ledger still nets nothing for it.
+func TestChaosDisputeOfACancelledOrderShowsOnIt(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"CANCEL_WINDOW": "10m"}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.reconciler(t)
+	id := r.place(t, "cancelled-then-disputed", orderJSON)
+	r.waitStatus(t, id, order.StatusPaid, time.Minute)
+	if code := r.cancel(t, id); code != 200 && code != 202 {
+		t.Fatalf("cancel: %d", code)
+	}
+	r.waitStatus(t, id, order.StatusCancelled, time.Minute)
+	charge := r.Sim.ChargesForOrder(id)[0].ID
+	resp, err := http.PostForm(r.SimURL+"/sandbox/disputes", url.Values{"charge": {charge}, "reason": {"credit_not_processed"}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("dispute: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the cancelled order to show the dispute", func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND dispute = 'needs_response'`, id) == 1
+	})
+	o, err := r.probe.GetOrder(context.Background(), id)
+	if err != nil || string(o.Status) != string(order.StatusCancelled) || o.Dispute != "needs_response" {
+		t.Fatalf("GET the order: %+v, %v", o, err)
+	}
+	r.found(t, id, reconcile.KindDispute, reconcile.ActionDisputeNoted)
+	balanced, pending := r.payments(t)
+	line := fmt.Sprintf("%-44s orders=1 status=%s dispute=%s payments-net=amount:%d/1 pending-payments=%d",
+		"reconcile: a dispute of a cancelled order", o.Status, o.Dispute, balanced, pending)
+	t.Log(line)
+	appendSummary(line)
+	if balanced != 1 || pending != 0 {
+		t.Fatalf("ledger does not balance: %s", line)
+	}
+}

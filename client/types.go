@@ -56,10 +56,13 @@ type Order struct {
 	Failure    string `json:"failure,omitempty"`
 	// AmountRefunded counts refund requests and refunds made by others at the
 	// provider.
-	AmountRefunded int64       `json:"amount_refunded,omitempty"`
-	NextAction     *NextAction `json:"next_action,omitempty"`
-	CreatedAt      time.Time   `json:"created_at"`
-	UpdatedAt      time.Time   `json:"updated_at"`
+	AmountRefunded int64 `json:"amount_refunded,omitempty"`
+	// Dispute is the status of a dispute of the payment of an order that had
+	// ended (CANCELLED, FAILED, REFUNDED), which keeps its status; "" for none.
+	Dispute    string      `json:"dispute,omitempty"`
+	NextAction *NextAction `json:"next_action,omitempty"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
 }
 
 // Placement is PlaceOrder's answer: the order, and what the API said of the key.

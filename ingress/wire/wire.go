@@ -26,6 +26,9 @@ type Order struct {
 	// AmountRefunded is what others refunded at the provider (PARTIALLY_REFUNDED,
 	// REFUNDED).
 	AmountRefunded int64 `json:"amount_refunded,omitempty"`
+	// Dispute is the status of a dispute of the payment of an order that had
+	// ended (CANCELLED, FAILED, REFUNDED), which keeps its status.
+	Dispute string `json:"dispute,omitempty"`
 	// NextAction is where to send the customer, while the order waits on them
 	// (read from the provider on GET of the order; never stored).
 	NextAction *provider.NextAction `json:"next_action,omitempty"`
@@ -36,7 +39,7 @@ type Order struct {
 // From is the order of a row of the order store.
 func From(r orderstore.Row) Order {
 	return Order{ID: r.ID, Status: r.Status, CustomerID: r.CustomerID, Currency: r.Currency, Amount: r.Amount,
-		Items: r.Items, PaymentRef: r.PaymentRef, Failure: r.Failure, AmountRefunded: r.AmountRefunded,
+		Items: r.Items, PaymentRef: r.PaymentRef, Failure: r.Failure, AmountRefunded: r.AmountRefunded, Dispute: r.Dispute,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 

@@ -44,6 +44,9 @@ type Row struct {
 	// Fingerprint is the request's (order.Fingerprint); nil for orders recorded
 	// before fingerprints.
 	Fingerprint []byte
+	// Dispute is the status of the latest dispute of an order that had ended when
+	// its payment was disputed; "" for none.
+	Dispute string
 }
 
 // DB is what the store runs statements on: a pool, or a transaction that must
@@ -194,13 +197,13 @@ func (s *Store) Record(ctx context.Context, o order.Order) (Row, error) {
 	return v, nil
 }
 
-const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), COALESCE(amount_refunded, 0), created_at, updated_at, workflow_id, fingerprint`
+const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), COALESCE(amount_refunded, 0), created_at, updated_at, workflow_id, fingerprint, COALESCE(dispute, '')`
 
 func scan(row pgx.Row) (Row, error) {
 	var v Row
 	var items []byte
 	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.AmountRefunded,
-		&v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint)
+		&v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint, &v.Dispute)
 	if err != nil {
 		return v, err
 	}
@@ -342,7 +345,7 @@ func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]U
 		var u Unsettled
 		var items []byte
 		if err := rows.Scan(&u.ID, &u.Status, &u.CustomerID, &u.Currency, &u.Amount, &items, &u.PaymentRef, &u.Failure,
-			&u.AmountRefunded, &u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Tenant); err != nil {
+			&u.AmountRefunded, &u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Dispute, &u.Tenant); err != nil {
 			return nil, fmt.Errorf("read unsettled orders: %w", err)
 		}
 		if err := json.Unmarshal(items, &u.Items); err != nil {
@@ -427,6 +430,20 @@ func (s *Store) Rebuild(ctx context.Context, o order.Order, paymentRef string) (
 		WHERE id = $1 AND status = ANY($4)`, o.ID, order.StatusPaid, paymentRef, order.BeforePayment())
 	if err != nil {
 		return false, fmt.Errorf("rebuild order %s: %w", o.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// NoteDispute records the status of a dispute of an order that had ended
+// (CANCELLED, FAILED, REFUNDED) when its payment was disputed: such an order
+// keeps its status and shows the dispute. True when the order changed.
+func (s *Store) NoteDispute(ctx context.Context, id, status string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `
+		UPDATE orders SET dispute = $2, updated_at = now()
+		WHERE id = $1 AND status = ANY($3) AND dispute IS DISTINCT FROM $2`,
+		id, status, []order.Status{order.StatusCancelled, order.StatusFailed, order.StatusRefunded})
+	if err != nil {
+		return false, fmt.Errorf("note dispute of order %s: %w", id, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -20,14 +20,15 @@ import (
 // them, and answers refunds as Stripe does: the first answer to a key is saved
 // and replayed to every retry with it, a 5xx included (Replayed).
 type fakeProvider struct {
-	charges []provider.Charge
-	refunds []listed[provider.Refund]
-	intents []listed[provider.Intent]
-	saved   map[string]error
-	refused map[string]*provider.Error // by charge: the answer to any refund of it
-	faults  map[string]int             // by charge: the next new keys that save a 500
-	sent    []sent                     // every refund request, in order
-	listErr error                      // the answer to ListCharges
+	charges  []provider.Charge
+	refunds  []listed[provider.Refund]
+	intents  []listed[provider.Intent]
+	saved    map[string]error
+	refused  map[string]*provider.Error // by charge: the answer to any refund of it
+	faults   map[string]int             // by charge: the next new keys that save a 500
+	sent     []sent                     // every refund request, in order
+	listErr  error                      // the answer to ListCharges
+	disputes []provider.Dispute
 }
 
 type listed[T any] struct {
@@ -61,7 +62,7 @@ func (f *fakeProvider) ListRefundsSince(_ context.Context, since time.Time) ([]p
 }
 
 func (f *fakeProvider) ListDisputes(context.Context, time.Time) ([]provider.Dispute, error) {
-	return nil, nil
+	return f.disputes, nil
 }
 
 func (f *fakeProvider) ListIntents(_ context.Context, since time.Time) ([]provider.Intent, error) {
@@ -190,10 +191,20 @@ func (e *fakeEngine) Follow(_ context.Context, o order.Order, _, trigger string)
 	return nil
 }
 
-// fakeOrders are orders by ID, and those unsettled.
+// fakeOrders are orders by ID, and those unsettled; noted the disputes shown
+// on ended orders, by order ID.
 type fakeOrders struct {
-	byID map[string]orderstore.Standing
-	open []orderstore.Unsettled
+	byID  map[string]orderstore.Standing
+	open  []orderstore.Unsettled
+	noted map[string]string
+}
+
+func (o *fakeOrders) NoteDispute(_ context.Context, id, status string) (bool, error) {
+	if o.noted[id] == status {
+		return false, nil
+	}
+	o.noted[id] = status
+	return true, nil
 }
 
 func (o *fakeOrders) Unsettled(context.Context, time.Time, int) ([]orderstore.Unsettled, error) {
@@ -322,7 +333,7 @@ func newRig(t *testing.T) *rig {
 		findings: &fakeFindings{rows: map[[3]string]Finding{}, cursors: map[string]time.Time{}, rebuilt: map[string]Known{}},
 		metrics:  NewMetrics(prometheus.NewRegistry()),
 	}
-	r.orders = &fakeOrders{byID: map[string]orderstore.Standing{"ord_3": {Tenant: "acme", WorkflowID: "order:acme:1",
+	r.orders = &fakeOrders{noted: map[string]string{}, byID: map[string]orderstore.Standing{"ord_3": {Tenant: "acme", WorkflowID: "order:acme:1",
 		Status: order.StatusPaid, PaymentRef: "pi_3", Amount: 1000, Currency: "usd"}}}
 	r.rec = New(r.engine, r.pay, r.orders, fakeLedger{"pi_3": "ord_3"}, r.findings, r.metrics,
 		Options{Grace: time.Minute, Overlap: 5 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})

@@ -50,6 +50,9 @@ const (
 	ActionReported        = "reported"       // left to a person (RECONCILE_REFUND_ORPHANS off)
 	ActionOrderFollowed   = "order_followed" // the order was moved to what the provider holds
 	ActionCancelled       = "cancelled"      // the intent was cancelled at the provider
+	// ActionDisputeNoted: an order that had ended keeps its status and shows the
+	// dispute of its payment (its dispute field).
+	ActionDisputeNoted = "dispute_noted"
 	// ActionFailed: the repair (or the read) failed; the detail says why. A later
 	// pass tries again when trying can help, and its success replaces this action.
 	ActionFailed = "action_failed"
@@ -91,6 +94,7 @@ type Provider interface {
 type Orders interface {
 	Unsettled(ctx context.Context, before time.Time, limit int) ([]orderstore.Unsettled, error)
 	Standings(ctx context.Context, ids []string) (map[string]orderstore.Standing, error)
+	NoteDispute(ctx context.Context, id, status string) (bool, error)
 }
 
 // Ledger names an order's intent.
@@ -176,6 +180,8 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	m.Found.WithLabelValues(KindWorkflowClosed, ActionRecoveryStarted)
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindDispute, ActionDisputeNoted)
+	m.Found.WithLabelValues(KindRowRebuilt, ActionRebuilt)
 	m.Found.WithLabelValues(KindOpenIntent, ActionCancelled)
 	for _, kind := range []string{KindWorkflowClosed, KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders,
 		KindRefundElsewhere, KindDispute, KindOpenIntent, KindUnchecked} {
@@ -514,12 +520,12 @@ func (r *Reconciler) elsewhere(ctx context.Context, p *pass) error {
 	for _, re := range refunds {
 		if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
 			(re.Status == "succeeded" || re.Status == "pending") {
-			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true})
+			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true, ""})
 		}
 	}
 	for _, d := range disputes {
 		if d.Intent != "" {
-			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, "", false})
+			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, "", false, d.Status})
 		}
 	}
 	for _, tr := range found {
@@ -540,13 +546,14 @@ const refundRequestField = "orderflow_refund_request"
 type trigger struct {
 	id, intent, kind, request string
 	listed                    bool
+	dispute                   string // a dispute's status
 }
 
 // follow has the paid order of tr's intent follow it and records the finding,
 // unless the refund request that made it explains it (its row shows it, or it is
 // on its way). A failure is a finding; the next pass lists tr again.
 func (r *Reconciler) follow(ctx context.Context, p *pass, tr trigger) error {
-	o, detail, err := r.followed(ctx, tr)
+	o, detail, ended, err := r.followed(ctx, tr)
 	if err != nil {
 		if tr.listed {
 			p.rereadFrom(p.since)
@@ -558,6 +565,9 @@ func (r *Reconciler) follow(ctx context.Context, p *pass, tr trigger) error {
 	}
 	f := Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: o.ID, Tenant: o.Tenant,
 		ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: detail}
+	if ended {
+		return r.noteDispute(ctx, p, tr, f)
+	}
 	if err := r.engine.Follow(ctx, o, tr.intent, tr.id); err != nil {
 		if tr.listed {
 			p.rereadFrom(p.since)
@@ -569,29 +579,53 @@ func (r *Reconciler) follow(ctx context.Context, p *pass, tr trigger) error {
 
 // followed returns the paid order that must follow tr and why; no why when none
 // must (the intent pays no order of ours, the order ended otherwise, or the
-// refund request that made the refund explains it).
-func (r *Reconciler) followed(ctx context.Context, tr trigger) (order.Order, string, error) {
+// refund request that made the refund explains it). ended: tr is a dispute of an
+// order that had ended (CANCELLED, FAILED, REFUNDED), which keeps its status
+// and shows the dispute.
+func (r *Reconciler) followed(ctx context.Context, tr trigger) (o order.Order, why string, ended bool, err error) {
 	orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
 	if err != nil || orderID == "" {
-		return order.Order{}, "", err
+		return order.Order{}, "", false, err
 	}
 	orders, err := r.orders.Standings(ctx, []string{orderID})
 	if err != nil {
-		return order.Order{ID: orderID}, "", fmt.Errorf("read order %s: %w", orderID, err)
+		return order.Order{ID: orderID}, "", false, fmt.Errorf("read order %s: %w", orderID, err)
 	}
-	o, ok := orders[orderID]
-	if !ok || !order.AfterPayment(o.Status) || o.PaymentRef != tr.intent {
-		return order.Order{}, "", nil // not paid by it, or ended otherwise: the charges' check covers it
+	st, ok := orders[orderID]
+	if !ok || st.PaymentRef != tr.intent {
+		return order.Order{}, "", false, nil // not paid by it: the charges' check covers it
 	}
-	oo := order.Order{ID: orderID, Tenant: o.Tenant, WorkflowID: o.WorkflowID, Amount: o.Amount, Currency: o.Currency}
-	if tr.request == "" {
-		return oo, "made at the provider by others", nil
+	o = order.Order{ID: orderID, Tenant: st.Tenant, WorkflowID: st.WorkflowID, Amount: st.Amount, Currency: st.Currency}
+	switch {
+	case tr.kind == KindDispute && endsDisputed(st.Status):
+		return o, "a dispute (" + tr.dispute + ") of an order that is " + string(st.Status), true, nil
+	case !order.AfterPayment(st.Status):
+		return order.Order{}, "", false, nil // ended otherwise: the charges' check covers it
+	case tr.request == "":
+		return o, "made at the provider by others", false, nil
 	}
-	explained, err := r.findings.RequestExplains(ctx, o.Tenant, tr.request, tr.id)
+	explained, err := r.findings.RequestExplains(ctx, st.Tenant, tr.request, tr.id)
 	if err != nil || explained {
-		return oo, "", err
+		return o, "", false, err
 	}
-	return oo, "made for refund request " + tr.request + ", which does not show it", nil
+	return o, "made for refund request " + tr.request + ", which does not show it", false, nil
+}
+
+// endsDisputed reports the statuses of an order that a dispute does not move:
+// it shows the dispute instead (Orders.NoteDispute).
+func endsDisputed(s order.Status) bool {
+	return s == order.StatusCancelled || s == order.StatusFailed || s == order.StatusRefunded
+}
+
+// noteDispute has an ended order show a dispute of its payment, and records f
+// (counted by the findings metric). A failure is a finding; the next pass reads
+// the dispute again.
+func (r *Reconciler) noteDispute(ctx context.Context, p *pass, tr trigger, f Finding) error {
+	f.Action = ActionDisputeNoted
+	if _, err := r.orders.NoteDispute(ctx, f.OrderID, tr.dispute); err != nil {
+		return r.failed(ctx, p, f, fmt.Errorf("note %s on order %s: %w", tr.id, f.OrderID, err))
+	}
+	return r.record(ctx, p, f)
 }
 
 // Audit is what a read-only pass found: the discrepancies left, none repaired.
