@@ -146,20 +146,22 @@ func (f *fakeProvider) keysFor(chargeID string) []string {
 // workflow ID (Known); lostErr the answer to Lost; closed the workflows not
 // running; recovered the orders whose recovery runs it started.
 type fakeEngine struct {
-	followed   []string
-	followErrs []error
-	known      map[string]Known
-	lostErr    error
-	closed     map[string]bool
-	recovered  []string
-	retention  time.Duration // 72h when zero
+	followed      []string
+	followErrs    []error
+	known         map[string]Known
+	lostErr       error
+	closed        map[string]bool
+	recovered     []string
+	recoveredWith string        // the intent the last recovery run was given
+	retention     time.Duration // 72h when zero
 }
 
 func (e *fakeEngine) Running(_ context.Context, workflowID string) (bool, error) {
 	return !e.closed[workflowID], nil
 }
-func (e *fakeEngine) Recover(_ context.Context, o orderstore.Unsettled, _ string) error {
+func (e *fakeEngine) Recover(_ context.Context, o orderstore.Unsettled, intentID string) error {
 	e.recovered = append(e.recovered, o.ID)
+	e.recoveredWith = intentID
 	return nil
 }
 func (e *fakeEngine) Retention(context.Context) (time.Duration, error) {

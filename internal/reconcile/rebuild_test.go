@@ -150,3 +150,41 @@ func TestAChargeOlderThanTheEnginesMemoryIsReportedNotRefunded(t *testing.T) {
 		t.Fatalf("a charge nobody shows, within the retention, refunded %d times, want 1", n)
 	}
 }
+
+// An unsettled order whose workflow was terminated and whose intent the ledger
+// lost (a restore): the recovery run is given the intent the provider lists for
+// the order, never none (which would end a charged order CANCELLED).
+func TestARecoveryAsksTheProviderForAnIntentTheLedgerLost(t *testing.T) {
+	r := newRig(t)
+	created := time.Now().Add(-10 * time.Minute)
+	r.orders.open = []orderstore.Unsettled{{Row: orderstore.Row{ID: "ord_7", Status: order.StatusPaymentPending,
+		WorkflowID: "order:acme:http:k7", Amount: 700, Currency: "usd", CreatedAt: created}, Tenant: "acme"}}
+	r.engine.closed["order:acme:http:k7"] = true // terminated: no result
+	r.pay.intents = []listed[provider.Intent]{
+		{provider.Intent{ID: "pi_other", Status: "succeeded", Metadata: map[string]string{"order_id": "ord_7", "tenant": "other"}}, created},
+		{provider.Intent{ID: "pi_7", Status: "succeeded", Metadata: map[string]string{"order_id": "ord_7", "tenant": "acme"}}, created},
+	}
+	r.pass(t, "pass")
+	if len(r.engine.recovered) != 1 || r.engine.recoveredWith != "pi_7" {
+		t.Fatalf("recovery runs %v with intent %q, want ord_7 with pi_7", r.engine.recovered, r.engine.recoveredWith)
+	}
+}
+
+// A cursor later than the pass (a database restored from a newer dump than the
+// provider's view): the pass reads from the first lookback, never skips what
+// the provider holds, and says so.
+func TestACursorAheadOfThePassIsNoticed(t *testing.T) {
+	r := newRig(t)
+	r.findings.cursors[cursorName] = time.Now().Add(time.Hour)
+	rep := r.pass(t, "pass")
+	if rep.Charges != 3 || r.refundsOf("ch_1") != 1 {
+		t.Fatalf("read %d charges, refunded ch_1 %d times: the pass skipped what the provider holds", rep.Charges, r.refundsOf("ch_1"))
+	}
+	found := false
+	for k, f := range r.findings.rows {
+		found = found || (k[0] == KindCursorAhead && f.Action == ActionReread)
+	}
+	if !found {
+		t.Fatal("no cursor_ahead finding")
+	}
+}

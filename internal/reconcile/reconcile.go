@@ -41,6 +41,10 @@ const (
 	// KindUnchecked: an object a pass could not look at (reading it failed); a
 	// later pass looks again.
 	KindUnchecked = "unchecked"
+	// KindCursorAhead: the provider side's cursor was later than the pass's start
+	// (a database restored from a newer dump than the provider's view, a clock
+	// set back): the pass read as a first pass does.
+	KindCursorAhead = "cursor_ahead"
 )
 
 // Actions taken on a discrepancy.
@@ -53,6 +57,7 @@ const (
 	// ActionDisputeNoted: an order that had ended keeps its status and shows the
 	// dispute of its payment (its dispute field).
 	ActionDisputeNoted = "dispute_noted"
+	ActionReread       = "reread" // the provider was read from the first lookback
 	// ActionFailed: the repair (or the read) failed; the detail says why. A later
 	// pass tries again when trying can help, and its success replaces this action.
 	ActionFailed = "action_failed"
@@ -182,6 +187,7 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindDispute, ActionDisputeNoted)
 	m.Found.WithLabelValues(KindRowRebuilt, ActionRebuilt)
+	m.Found.WithLabelValues(KindCursorAhead, ActionReread)
 	m.Found.WithLabelValues(KindOpenIntent, ActionCancelled)
 	for _, kind := range []string{KindWorkflowClosed, KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders,
 		KindRefundElsewhere, KindDispute, KindOpenIntent, KindUnchecked} {
@@ -320,6 +326,11 @@ func (r *Reconciler) recover(ctx context.Context, p *pass, o orderstore.Unsettle
 		return nil
 	}
 	intent, err := r.ledger.IntentOfOrder(ctx, o.ID)
+	if err == nil && intent == "" {
+		// The ledger may have lost it (a restore): a run given no intent ends the
+		// order CANCELLED, so the provider is asked first.
+		intent, err = r.intentAtProvider(ctx, p, o)
+	}
 	if err == nil {
 		f.ProviderID = intent
 		err = r.engine.Recover(ctx, o, intent)
@@ -330,6 +341,30 @@ func (r *Reconciler) recover(ctx context.Context, p *pass, o orderstore.Unsettle
 	p.rep.Recovered++
 	f.Action = ActionRecoveryStarted
 	return r.record(ctx, p, f)
+}
+
+// intentAtProvider finds the order's intent among those the provider created
+// since the order was (its metadata names the order and its tenant): the one
+// that succeeded, or else the newest; "" for none.
+func (r *Reconciler) intentAtProvider(ctx context.Context, p *pass, o orderstore.Unsettled) (string, error) {
+	intents, err := r.provider.ListIntents(ctx, o.CreatedAt.Add(-time.Minute))
+	if err != nil {
+		return "", fmt.Errorf("list the intents since order %s: %w", o.ID, err)
+	}
+	p.rep.ProviderRequests += len(intents)/100 + 1
+	var found string
+	for _, pi := range intents { // newest first
+		if pi.Metadata["order_id"] != o.ID || pi.Metadata["tenant"] != o.Tenant {
+			continue
+		}
+		if pi.Status == "succeeded" {
+			return pi.ID, nil
+		}
+		if found == "" {
+			found = pi.ID
+		}
+	}
+	return found, nil
 }
 
 // workflowless reads the orders unsettled for longer than the grace before now and
@@ -372,6 +407,15 @@ func (r *Reconciler) providerSides(ctx context.Context, p *pass) error {
 	switch {
 	case err != nil:
 		return err
+	case ok && since.After(p.start):
+		// Restored from a newer database than the provider's view, or the clock
+		// went back: read as a first pass would, and say so.
+		f := Finding{Kind: KindCursorAhead, Action: ActionReread, ProviderID: cursorName + "@" + since.UTC().Format(time.RFC3339Nano),
+			Detail: "the cursor was at " + since.UTC().Format(time.RFC3339) + ", after the pass began: read from the first lookback"}
+		if err := r.record(ctx, p, f); err != nil {
+			return err
+		}
+		since = p.start.Add(-r.opts.FirstLookback)
 	case ok:
 		since = since.Add(-r.opts.Overlap)
 	default:
