@@ -62,19 +62,28 @@ func (r *rig) query(t *testing.T, sql string, args ...any) pgx.Rows {
 }
 
 // PostgreSQL is restored to a snapshot taken before 20 HTTP and 10 Kafka orders
-// were paid; Temporal, Kafka and the provider remember them. Within two
-// reconcile intervals every lost order reads PAID again under its own ID, and
-// nothing is refunded; retries of the 20 keys name their orders; the 10 events
-// delivered again make no order; a new order is paid; the ledger balances.
+// were paid; Temporal, Kafka and the provider remember them.
 func TestChaosPostgresRestoredToASnapshot(t *testing.T) {
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
 	r.reconciler(t)
-	dump := r.snapshot(t)
+	var dump string
+	r.loseTheTail(t, "PostgreSQL restored to a snapshot", func() { dump = r.snapshot(t) }, func() { r.restore(t, dump) })
+}
+
+// loseTheTail has the database lose what 20 HTTP and 10 Kafka orders wrote,
+// paid between before (the point it goes back to) and lose (which makes it go
+// back). Within two reconcile intervals every lost order reads PAID again under
+// its own ID, and nothing is refunded; retries of the 20 keys name their
+// orders; the 10 events delivered again make no order; a new order is paid; the
+// ledger balances.
+func (r *rig) loseTheTail(t *testing.T, fault string, before, lose func()) {
+	t.Helper()
+	before()
 	ids := map[string]string{} // order ID by key or event ID
 	for i := range 20 {
-		key := "restored-" + strconv.Itoa(i)
+		key := "lost-" + strconv.Itoa(i)
 		r.expect(r.workflowOf(key))
 		ids[key] = r.place(t, key, orderJSON)
 	}
@@ -82,7 +91,7 @@ func TestChaosPostgresRestoredToASnapshot(t *testing.T) {
 	defer w.Close()
 	events := make([]string, 10)
 	for i := range events {
-		events[i] = stacktest.Name("restored-event")
+		events[i] = stacktest.Name("lost-event")
 		r.produce(t, w, events[i], []byte(events[i]))
 		ids[events[i]] = order.IDFor(order.WorkflowID(r.tenant, order.FromEvent, events[i]))
 	}
@@ -92,10 +101,10 @@ func TestChaosPostgresRestoredToASnapshot(t *testing.T) {
 		lost = append(lost, id)
 	}
 
-	// The reconciler may rebuild an order as soon as the restore ends: that each
-	// was lost shows in its row_rebuilt finding, written only for a row missing
-	// or not yet paid.
-	r.restore(t, dump)
+	// The reconciler may rebuild an order as soon as the database is back: that
+	// each was lost shows in its row_rebuilt finding, written only for a row
+	// missing or not yet paid.
+	lose()
 	defer func() {
 		if t.Failed() {
 			rep, err := r.newReconciler().Pass(context.Background())
@@ -116,7 +125,7 @@ func TestChaosPostgresRestoredToASnapshot(t *testing.T) {
 		lost, reconcile.KindRowRebuilt, reconcile.ActionRebuilt)
 
 	for i := range 20 {
-		key := "restored-" + strconv.Itoa(i)
+		key := "lost-" + strconv.Itoa(i)
 		if status, id := r.postBody(t, key, orderJSON); id != ids[key] || status >= 300 {
 			t.Errorf("retry of %s: %d %q, want its order %s", key, status, id, ids[key])
 		}
@@ -130,9 +139,9 @@ func TestChaosPostgresRestoredToASnapshot(t *testing.T) {
 	if n := r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, r.tenant); n != 30 {
 		t.Fatalf("%d orders after the events were delivered again, want the 30", n)
 	}
-	r.order(t, "after-the-restore")
-	r.ledger(t, "PostgreSQL restored to a snapshot")
-	line := fmt.Sprintf("%-44s lost=30 rebuilt=%d refunded=%d", "restore: the rows rebuilt", rebuilt, len(r.Sim.Refunds()))
+	r.order(t, "after-the-loss")
+	r.ledger(t, fault)
+	line := fmt.Sprintf("%-44s lost=30 rebuilt=%d refunded=%d", fault+": rebuilt", rebuilt, len(r.Sim.Refunds()))
 	t.Log(line)
 	appendSummary(line)
 	if rebuilt != 30 {
