@@ -210,12 +210,12 @@ func (c *Client) SearchIntents(ctx context.Context, orderID string) ([]Intent, e
 	return collect(c.sc.V1PaymentIntents.Search(ctx, p), intentOf)
 }
 
-// ListIntents returns the intents created at or after since, by the provider's
-// list (strongly consistent, paged).
-func (c *Client) ListIntents(ctx context.Context, since time.Time) ([]Intent, error) {
+// ListIntents hands page the intents created at or after since, a page at a
+// time, by the provider's list (strongly consistent, paged).
+func (c *Client) ListIntents(ctx context.Context, since time.Time, page func([]Intent) error) error {
 	p := &stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
-	p.Limit = stripe.Int64(100)
-	return collect(c.sc.V1PaymentIntents.List(ctx, p), intentOf)
+	p.Limit = stripe.Int64(pageSize)
+	return pages(c.sc.V1PaymentIntents.List(ctx, p), intentOf, page)
 }
 
 // RefundIntent refunds amount of the intent's charge; metadata lets a lookup tell
@@ -261,12 +261,12 @@ func (c *Client) SearchCharges(ctx context.Context, orderID string) ([]Charge, e
 	return collect(c.sc.V1Charges.Search(ctx, p), chargeOf)
 }
 
-// ListCharges returns the charges created at or after since, by the provider's
-// list (strongly consistent, paged), newest first.
-func (c *Client) ListCharges(ctx context.Context, since time.Time) ([]Charge, error) {
+// ListCharges hands page the charges created at or after since, a page at a
+// time, by the provider's list (strongly consistent, paged), newest first.
+func (c *Client) ListCharges(ctx context.Context, since time.Time, page func([]Charge) error) error {
 	p := &stripe.ChargeListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
-	p.Limit = stripe.Int64(100)
-	return collect(c.sc.V1Charges.List(ctx, p), chargeOf)
+	p.Limit = stripe.Int64(pageSize)
+	return pages(c.sc.V1Charges.List(ctx, p), chargeOf, page)
 }
 
 // RefundCharge refunds amount of a charge with key, marked by metadata.
@@ -301,11 +301,12 @@ func (c *Client) ListDisputes(ctx context.Context, since time.Time) ([]Dispute, 
 	return collect(c.sc.V1Disputes.List(ctx, p), disputeOf)
 }
 
-// ListRefundsSince returns the refunds created at or after since, anyone's.
-func (c *Client) ListRefundsSince(ctx context.Context, since time.Time) ([]Refund, error) {
+// ListRefundsSince hands page the refunds created at or after since, anyone's, a
+// page at a time.
+func (c *Client) ListRefundsSince(ctx context.Context, since time.Time, page func([]Refund) error) error {
 	p := &stripe.RefundListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
-	p.Limit = stripe.Int64(100)
-	return c.refunds(ctx, p)
+	p.Limit = stripe.Int64(pageSize)
+	return pages(c.sc.V1Refunds.List(ctx, p), refundOf, page)
 }
 
 func disputeOf(d *stripe.Dispute) Dispute {
@@ -339,6 +340,31 @@ func byOrder(orderID string) stripe.SearchParams {
 
 // collect reads a list or a search to its end, page by page, converting each
 // object.
+// pageSize is the objects per list request: the most the API gives.
+const pageSize = 100
+
+// pages hands page each page of seq's objects, converted, as the list requests
+// return them: however long the list, one page is held at a time. An error of
+// page stops the list and is returned.
+func pages[T, U any](seq stripe.Seq2[T, error], conv func(T) U, page func([]U) error) error {
+	buf := make([]U, 0, pageSize)
+	for v, err := range seq {
+		if err != nil {
+			return asError(err)
+		}
+		if buf = append(buf, conv(v)); len(buf) == pageSize {
+			if err := page(buf); err != nil {
+				return err
+			}
+			buf = make([]U, 0, pageSize)
+		}
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	return page(buf)
+}
+
 func collect[T, U any](seq stripe.Seq2[T, error], conv func(T) U) ([]U, error) {
 	var out []U
 	for v, err := range seq {

@@ -38,9 +38,21 @@ type listed[T any] struct {
 
 type sent struct{ key, charge string }
 
-func (f *fakeProvider) ListCharges(_ context.Context, since time.Time) ([]provider.Charge, error) {
+// inPages hands page the objects two at a time, as a provider's list pages them.
+func inPages[T any](objs []T, page func([]T) error) error {
+	for len(objs) > 0 {
+		n := min(2, len(objs))
+		if err := page(objs[:n:n]); err != nil {
+			return err
+		}
+		objs = objs[n:]
+	}
+	return nil
+}
+
+func (f *fakeProvider) ListCharges(_ context.Context, since time.Time, page func([]provider.Charge) error) error {
 	if f.listErr != nil {
-		return nil, f.listErr
+		return f.listErr
 	}
 	var out []provider.Charge
 	for _, c := range f.charges {
@@ -48,31 +60,31 @@ func (f *fakeProvider) ListCharges(_ context.Context, since time.Time) ([]provid
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return inPages(out, page)
 }
 
-func (f *fakeProvider) ListRefundsSince(_ context.Context, since time.Time) ([]provider.Refund, error) {
+func (f *fakeProvider) ListRefundsSince(_ context.Context, since time.Time, page func([]provider.Refund) error) error {
 	var out []provider.Refund
 	for _, re := range f.refunds {
 		if re.created.Unix() >= since.Unix() {
 			out = append(out, re.obj)
 		}
 	}
-	return out, nil
+	return inPages(out, page)
 }
 
 func (f *fakeProvider) ListDisputes(context.Context, time.Time) ([]provider.Dispute, error) {
 	return f.disputes, nil
 }
 
-func (f *fakeProvider) ListIntents(_ context.Context, since time.Time) ([]provider.Intent, error) {
+func (f *fakeProvider) ListIntents(_ context.Context, since time.Time, page func([]provider.Intent) error) error {
 	var out []provider.Intent
 	for _, pi := range f.intents {
 		if pi.created.Unix() >= since.Unix() {
 			out = append(out, pi.obj)
 		}
 	}
-	return out, nil
+	return inPages(out, page)
 }
 
 func (f *fakeProvider) CancelIntent(context.Context, string, string) (provider.Intent, error) {

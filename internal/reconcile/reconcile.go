@@ -87,10 +87,12 @@ type Engine interface {
 
 // Provider is the payment provider as a pass sees it: lists, and refunds.
 type Provider interface {
-	ListCharges(ctx context.Context, since time.Time) ([]provider.Charge, error)
-	ListRefundsSince(ctx context.Context, since time.Time) ([]provider.Refund, error)
+	// The lists hand page one page of objects at a time: however far back a pass
+	// reads (a restored cursor), it holds one page.
+	ListCharges(ctx context.Context, since time.Time, page func([]provider.Charge) error) error
+	ListRefundsSince(ctx context.Context, since time.Time, page func([]provider.Refund) error) error
 	ListDisputes(ctx context.Context, since time.Time) ([]provider.Dispute, error)
-	ListIntents(ctx context.Context, since time.Time) ([]provider.Intent, error)
+	ListIntents(ctx context.Context, since time.Time, page func([]provider.Intent) error) error
 	CancelIntent(ctx context.Context, key, intentID string) (provider.Intent, error)
 	RefundCharge(ctx context.Context, key, chargeID string, amount int64, metadata map[string]string) (provider.Refund, error)
 }
@@ -347,25 +349,31 @@ func (r *Reconciler) recover(ctx context.Context, p *pass, o orderstore.Unsettle
 // since the order was (its metadata names the order and its tenant): the one
 // that succeeded, or else the newest; "" for none.
 func (r *Reconciler) intentAtProvider(ctx context.Context, p *pass, o orderstore.Unsettled) (string, error) {
-	intents, err := r.provider.ListIntents(ctx, o.CreatedAt.Add(-time.Minute))
-	if err != nil {
-		return "", fmt.Errorf("list the intents since order %s: %w", o.ID, err)
-	}
-	p.rep.ProviderRequests += len(intents)/100 + 1
 	var found string
-	for _, pi := range intents { // newest first
-		if pi.Metadata["order_id"] != o.ID || pi.Metadata["tenant"] != o.Tenant {
-			continue
+	err := r.provider.ListIntents(ctx, o.CreatedAt.Add(-time.Minute), func(intents []provider.Intent) error {
+		p.rep.ProviderRequests++
+		for _, pi := range intents { // newest first
+			if pi.Metadata["order_id"] != o.ID || pi.Metadata["tenant"] != o.Tenant {
+				continue
+			}
+			if pi.Status == "succeeded" {
+				found = pi.ID
+				return errStop
+			}
+			if found == "" {
+				found = pi.ID
+			}
 		}
-		if pi.Status == "succeeded" {
-			return pi.ID, nil
-		}
-		if found == "" {
-			found = pi.ID
-		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return "", fmt.Errorf("list the intents since order %s: %w", o.ID, err)
 	}
 	return found, nil
 }
+
+// errStop ends a list early: what it looked for is found.
+var errStop = errors.New("found")
 
 // workflowless reads the orders unsettled for longer than the grace before now and
 // returns how many it read and those whose workflow is not running. An order
@@ -431,13 +439,19 @@ func (r *Reconciler) providerSides(ctx context.Context, p *pass) error {
 // providerSide checks that every succeeded charge created since the last pass
 // belongs to an order that shows it, and refunds (or reports) the others.
 func (r *Reconciler) providerSide(ctx context.Context, p *pass) error {
-	charges, found, err := r.unexplained(ctx, p.since)
-	if err != nil {
-		return err
-	}
-	p.rep.Charges = charges
-	p.rep.ProviderRequests += charges/100 + 1
+	p.rep.ProviderRequests++ // the first page's, if there is none
+	return r.unexplained(ctx, p.since, func(charges int, found []unexplainedCharge) error {
+		p.rep.Charges += charges
+		p.rep.ProviderRequests++
+		return r.repair(ctx, p, found)
+	})
+}
+
+// repair refunds (or reports) the unexplained charges found, once nobody can
+// explain them.
+func (r *Reconciler) repair(ctx context.Context, p *pass, found []unexplainedCharge) error {
 	for _, u := range found {
+		var err error
 		if u.finding.Kind == KindChargeWithoutOrder {
 			done, err := r.rebuildCharge(ctx, p, u.charge)
 			if err != nil {
@@ -486,31 +500,34 @@ type unexplainedCharge struct {
 	finding Finding
 }
 
-// unexplained lists the charges created since since and returns how many it read
-// and the succeeded, unrefunded ones that no order shows.
-func (r *Reconciler) unexplained(ctx context.Context, since time.Time) (int, []unexplainedCharge, error) {
-	charges, err := r.provider.ListCharges(ctx, since)
-	if err != nil {
-		return 0, nil, fmt.Errorf("list charges since %s: %w", since.Format(time.RFC3339), err)
-	}
-	ids := make([]string, 0, len(charges))
-	for _, c := range charges {
-		ids = append(ids, c.Metadata["order_id"])
-	}
-	orders, err := r.orders.Standings(ctx, ids)
-	if err != nil {
-		return 0, nil, fmt.Errorf("read the orders of %d charges: %w", len(charges), err)
-	}
-	var out []unexplainedCharge
-	for _, c := range charges {
-		if c.Status != "succeeded" || c.Refunded >= c.Amount {
-			continue
+// unexplained lists the charges created since since, a page at a time, and
+// hands each page's count and its succeeded, unrefunded charges that no order
+// shows to found.
+func (r *Reconciler) unexplained(ctx context.Context, since time.Time, found func(int, []unexplainedCharge) error) error {
+	err := r.provider.ListCharges(ctx, since, func(charges []provider.Charge) error {
+		ids := make([]string, 0, len(charges))
+		for _, c := range charges {
+			ids = append(ids, c.Metadata["order_id"])
 		}
-		if f, ok := judge(c, orders); ok {
-			out = append(out, unexplainedCharge{charge: c, finding: f})
+		orders, err := r.orders.Standings(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("read the orders of %d charges: %w", len(charges), err)
 		}
+		var out []unexplainedCharge
+		for _, c := range charges {
+			if c.Status != "succeeded" || c.Refunded >= c.Amount {
+				continue
+			}
+			if f, ok := judge(c, orders); ok {
+				out = append(out, unexplainedCharge{charge: c, finding: f})
+			}
+		}
+		return found(len(charges), out)
+	})
+	if err != nil {
+		return fmt.Errorf("charges since %s: %w", since.Format(time.RFC3339), err)
 	}
-	return len(charges), out, nil
+	return nil
 }
 
 // judge says what is wrong with a succeeded, unrefunded charge, if anything.
@@ -547,37 +564,40 @@ func (r *Reconciler) record(ctx context.Context, p *pass, f Finding) error {
 // explain it.
 func (r *Reconciler) elsewhere(ctx context.Context, p *pass) error {
 	// Either list failing fails the pass, but what the other lists is followed.
-	refunds, refundsErr := r.provider.ListRefundsSince(ctx, p.since)
+	p.rep.ProviderRequests += 2 // the first pages'
+	refundsErr := r.provider.ListRefundsSince(ctx, p.since, func(refunds []provider.Refund) error {
+		p.rep.Refunds += len(refunds)
+		p.rep.ProviderRequests++
+		for _, re := range refunds {
+			if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
+				(re.Status == "succeeded" || re.Status == "pending") {
+				if err := r.follow(ctx, p, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true, ""}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 	if refundsErr != nil {
-		refundsErr = fmt.Errorf("list refunds since %s: %w", p.since.Format(time.RFC3339), refundsErr)
+		refundsErr = fmt.Errorf("refunds since %s: %w", p.since.Format(time.RFC3339), refundsErr)
 	}
 	// Disputes change long after they are opened (a bank takes weeks): every one
 	// of the last disputeWindow is read, and each of its statuses is a trigger.
-	disputes, disputesErr := r.provider.ListDisputes(ctx, time.Now().Add(-disputeWindow))
-	if disputesErr != nil {
-		disputesErr = fmt.Errorf("list disputes: %w", disputesErr)
+	disputes, err := r.provider.ListDisputes(ctx, time.Now().Add(-disputeWindow))
+	if err != nil {
+		return errors.Join(refundsErr, fmt.Errorf("list disputes: %w", err))
 	}
-	listErr := errors.Join(refundsErr, disputesErr)
-	p.rep.Refunds = len(refunds) + len(disputes)
-	p.rep.ProviderRequests += len(refunds)/100 + len(disputes)/100 + 2
-	var found []trigger
-	for _, re := range refunds {
-		if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
-			(re.Status == "succeeded" || re.Status == "pending") {
-			found = append(found, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true, ""})
-		}
-	}
+	p.rep.Refunds += len(disputes)
+	p.rep.ProviderRequests += len(disputes) / 100
 	for _, d := range disputes {
-		if d.Intent != "" {
-			found = append(found, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, "", false, d.Status})
+		if d.Intent == "" {
+			continue
+		}
+		if err := r.follow(ctx, p, trigger{d.ID + ":" + d.Status, d.Intent, KindDispute, "", false, d.Status}); err != nil {
+			return errors.Join(refundsErr, err)
 		}
 	}
-	for _, tr := range found {
-		if err := r.follow(ctx, p, tr); err != nil {
-			return errors.Join(listErr, err)
-		}
-	}
-	return listErr
+	return refundsErr
 }
 
 // refundRequestField is the refund metadata that names the refund request that
@@ -693,15 +713,14 @@ func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) 
 	for _, o := range closed {
 		a.Findings = append(a.Findings, workflowClosed(o))
 	}
-	charges, found, err := r.unexplained(ctx, since)
-	if err != nil {
-		return a, err
-	}
-	a.Charges = charges
-	for _, u := range found {
-		a.Findings = append(a.Findings, u.finding)
-	}
-	return a, nil
+	err = r.unexplained(ctx, since, func(charges int, found []unexplainedCharge) error {
+		a.Charges += charges
+		for _, u := range found {
+			a.Findings = append(a.Findings, u.finding)
+		}
+		return nil
+	})
+	return a, err
 }
 
 // openIntents cancels the intents of ours (their metadata names an order of a
@@ -710,11 +729,20 @@ func (r *Reconciler) Audit(ctx context.Context, since time.Time) (Audit, error) 
 // intent takes a card through its client secret. Intents that are not ours, and
 // those of orders still paying, are left alone.
 func (r *Reconciler) openIntents(ctx context.Context, p *pass) error {
-	intents, err := r.provider.ListIntents(ctx, p.since)
+	p.rep.ProviderRequests++ // the first page's
+	err := r.provider.ListIntents(ctx, p.since, func(intents []provider.Intent) error {
+		p.rep.ProviderRequests++
+		return r.closeOpen(ctx, p, intents)
+	})
 	if err != nil {
-		return fmt.Errorf("list intents since %s: %w", p.since.Format(time.RFC3339), err)
+		return fmt.Errorf("intents since %s: %w", p.since.Format(time.RFC3339), err)
 	}
-	p.rep.ProviderRequests += len(intents)/100 + 1
+	return nil
+}
+
+// closeOpen cancels those of intents that are ours and open on an order that
+// ended without them.
+func (r *Reconciler) closeOpen(ctx context.Context, p *pass, intents []provider.Intent) error {
 	var open []provider.Intent
 	var ids []string
 	for _, pi := range intents {

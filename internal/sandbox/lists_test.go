@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/orderflow/orderflow/internal/provider"
 )
 
 // Lists page as Stripe's do: newest first, limit, starting_after, has_more, and a
@@ -48,8 +50,12 @@ func TestListsPageAsStripeDoes(t *testing.T) {
 	if _, _, status := page("limit=101"); status != http.StatusBadRequest {
 		t.Fatalf("limit=101: %d", status)
 	}
-	all, err := c.ListCharges(context.Background(), time.Now().Add(-time.Minute))
-	if err != nil || len(all) != 25 {
-		t.Fatalf("the client read %d charges: %v", len(all), err)
+	var all, pages int
+	err := c.ListCharges(context.Background(), time.Now().Add(-time.Minute), func(cs []provider.Charge) error {
+		all, pages = all+len(cs), pages+1
+		return nil
+	})
+	if err != nil || all != 25 || pages != 1 {
+		t.Fatalf("the client read %d charges in %d pages: %v", all, pages, err)
 	}
 }
