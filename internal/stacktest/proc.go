@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -138,8 +139,18 @@ func BinaryAt(tb testing.TB, commit, pkg string) string {
 		tb.Fatalf("find the repository: %v", err)
 	}
 	root := strings.TrimSpace(string(top))
-	if exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() != nil {
+	sha, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", commit+"^{commit}").Output()
+	if err != nil {
 		tb.Skipf("commit %s is not in this clone (a shallow clone?); a full clone runs this test", commit)
+	}
+	// A commit's binary never changes: it is built once per machine.
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cached := filepath.Join(cache, "orderflow", "bin", "at", strings.TrimSpace(string(sha)), filepath.Base(pkg))
+	if _, err := os.Stat(cached); err == nil {
+		return cached
 	}
 	src := filepath.Join(tb.TempDir(), commit)
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -148,11 +159,19 @@ func BinaryAt(tb testing.TB, commit, pkg string) string {
 	if out, err := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, commit, src).CombinedOutput(); err != nil {
 		tb.Fatalf("check out %s: %v\n%s", commit, err, out)
 	}
-	bin := filepath.Join(src, "bin", filepath.Base(pkg))
+	// Built beside its place and moved in whole: a concurrent test finds the
+	// binary complete or not at all.
+	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	bin := cached + "." + strconv.Itoa(os.Getpid())
 	build := exec.Command("go", "build", "-o", bin, "./"+pkg)
 	build.Dir = src
 	if out, err := build.CombinedOutput(); err != nil {
 		tb.Fatalf("build %s at %s: %v\n%s", pkg, commit, err, out)
 	}
-	return bin
+	if err := os.Rename(bin, cached); err != nil {
+		tb.Fatal(err)
+	}
+	return cached
 }
