@@ -19,14 +19,17 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## every Go test, with the race detector but for deploy/ (manifests and alert
 ## rules rendered in one goroutine; stack tests required); the fault suite
 ## (chaos/), one test at a time since it restarts the stack's servers; then the
-## cluster profile and the fleet test, the flood and the failover to a replica on it
+## cluster profile (its tools built while the dev profile's tests run) and the
+## fleet test, the flood and the failover to a replica on it
 test: vet
 	ORDERFLOW_STACK_PROFILE=dev scripts/stack up
 	@rm -f $(STACK)/chaos-summary.txt
 	scripts/schemathesis
-	{ $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
+	{ ORDERFLOW_STACK_PROFILE=cluster scripts/stack build >$(STACK)/cluster-build.log 2>&1 & cb=$$!; \
+	  $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
 	  $(TEST_ENV) $(GO) test -count=1 -v -timeout 10m ./deploy/...; d=$$?; \
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
+	  wait $$cb || cat $(STACK)/cluster-build.log; \
 	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
 	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
 	  exit $$((a | b | c | d)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
