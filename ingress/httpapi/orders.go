@@ -227,6 +227,27 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// page reads a list's limit (1 to 100, 20 by default) and cursor.
+func page(r *http.Request) (int, string, *problem) {
+	q := r.URL.Query()
+	for _, name := range []string{"cursor", "limit"} {
+		if msg := checkParam(q.Get(name), maxParamLen); msg != "" {
+			p := fieldProblem(kindInvalidQuery, name, msg)
+			return 0, "", &p
+		}
+	}
+	limit := 20
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			p := fieldProblem(kindInvalidQuery, "limit", "must be an integer from 1 to 100")
+			return 0, "", &p
+		}
+		limit = n
+	}
+	return limit, q.Get("cursor"), nil
+}
+
 // listFilter reads the list's query; every parameter is checked before any query.
 func listFilter(r *http.Request) (intake.Filter, *problem) {
 	q := r.URL.Query()
@@ -234,20 +255,17 @@ func listFilter(r *http.Request) (intake.Filter, *problem) {
 		p := fieldProblem(kindInvalidQuery, field, msg)
 		return intake.Filter{}, &p
 	}
-	for _, name := range []string{"customer_id", "status", "cursor", "limit", "idempotency_key", "event_id"} {
+	for _, name := range []string{"customer_id", "status", "idempotency_key", "event_id"} {
 		if msg := checkParam(q.Get(name), maxParamLen); msg != "" {
 			return bad(name, msg)
 		}
 	}
-	f := intake.Filter{Filter: orderstore.Filter{CustomerID: q.Get("customer_id"), Status: order.Status(q.Get("status")), Limit: 20, Cursor: q.Get("cursor")},
-		IdempotencyKey: q.Get("idempotency_key"), EventID: q.Get("event_id")}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100 {
-			return bad("limit", "must be an integer from 1 to 100")
-		}
-		f.Limit = n
+	limit, cursor, p := page(r)
+	if p != nil {
+		return intake.Filter{}, p
 	}
+	f := intake.Filter{Filter: orderstore.Filter{CustomerID: q.Get("customer_id"), Status: order.Status(q.Get("status")), Limit: limit, Cursor: cursor},
+		IdempotencyKey: q.Get("idempotency_key"), EventID: q.Get("event_id")}
 	if f.Status != "" && !f.Status.Valid() {
 		return bad("status", "unknown status")
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/orderflow/orderflow/ingress"
@@ -82,25 +81,4 @@ func (a *api) listRefunds(w http.ResponseWriter, r *http.Request) {
 		NextCursor string        `json:"next_cursor,omitempty"`
 	}{views, next != "", next})
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// page reads a list's limit (1 to 100, 20 by default) and cursor.
-func page(r *http.Request) (int, string, *problem) {
-	q := r.URL.Query()
-	for _, name := range []string{"cursor", "limit"} {
-		if msg := checkParam(q.Get(name), maxParamLen); msg != "" {
-			p := fieldProblem(kindInvalidQuery, name, msg)
-			return 0, "", &p
-		}
-	}
-	limit := 20
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100 {
-			p := fieldProblem(kindInvalidQuery, "limit", "must be an integer from 1 to 100")
-			return 0, "", &p
-		}
-		limit = n
-	}
-	return limit, q.Get("cursor"), nil
 }
