@@ -447,3 +447,16 @@ func (s *Store) NoteDispute(ctx context.Context, id, status string) (bool, error
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// RebuildEnded moves an order recorded again before its payment, whose workflow
+// ended it (declined; cancelled or failed, refunded if it charged), to that
+// status: true when it moved.
+func (s *Store) RebuildEnded(ctx context.Context, id string, to order.Status, paymentRef string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `
+		UPDATE orders SET status = $2, payment_ref = COALESCE(NULLIF($3, ''), payment_ref), updated_at = now()
+		WHERE id = $1 AND status = ANY($4)`, id, to, paymentRef, order.BeforePayment())
+	if err != nil {
+		return false, fmt.Errorf("rebuild order %s as %s: %w", id, to, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

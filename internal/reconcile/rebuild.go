@@ -75,21 +75,29 @@ func (r *Reconciler) forgotten(ctx context.Context, p *pass, c provider.Charge) 
 // request retried after the table lost it. True when it did.
 func (r *Reconciler) rebuildUnsettled(ctx context.Context, p *pass, o orderstore.Unsettled) (bool, error) {
 	k, ok, err := r.engine.Known(ctx, o.WorkflowID)
-	if err != nil || !ok || k.IntentID == "" || k.ChargeID == "" || !order.AfterPayment(k.Status) {
+	switch {
+	case err != nil || !ok:
 		return false, err
+	case order.AfterPayment(k.Status) && k.IntentID != "" && k.ChargeID != "":
+	case k.Status.Terminal():
+		// Ended as its workflow says (declined; cancelled or failed, and refunded
+		// if it charged): a recovery run would read the intent, find it
+		// succeeded, and take a refunded order for a paid one.
+	default:
+		return false, nil
 	}
-	return true, r.rebuild(ctx, p, k, time.Time{}, "the order was "+string(o.Status)+"; its workflow shows it "+string(k.Status)+" by "+k.IntentID)
+	return true, r.rebuild(ctx, p, k, time.Time{}, "the order was "+string(o.Status)+"; its workflow shows it "+string(k.Status))
 }
 
 // rebuild writes k back and records the finding. A rebuilt order paid and then
 // refunded or disputed is PAID in its row: a follow run moves it to what the
-// provider holds. A failure is a finding; a later pass finds the order again.
+// provider holds. An order that ended is written back ended. A failure is a finding; a later pass finds the order again.
 func (r *Reconciler) rebuild(ctx context.Context, p *pass, k Known, created time.Time, detail string) error {
 	o := k.Order
 	f := Finding{Kind: KindRowRebuilt, Action: ActionRebuilt, OrderID: o.ID, Tenant: o.Tenant, ProviderID: k.ChargeID,
 		Amount: o.Amount, Currency: o.Currency, Detail: detail}
 	changed, err := r.findings.Rebuild(ctx, k)
-	if err == nil && k.Status != order.StatusPaid {
+	if err == nil && order.AfterPayment(k.Status) && k.Status != order.StatusPaid {
 		err = r.engine.Follow(ctx, o, k.IntentID, "rebuilt:"+k.ChargeID)
 	}
 	if err != nil {

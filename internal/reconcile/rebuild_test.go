@@ -118,10 +118,18 @@ func TestAnOrderRecordedAgainAfterALossIsRebuiltNotRecovered(t *testing.T) {
 	if n := r.refundsOf("ch_4"); n != 0 {
 		t.Fatalf("charge refunded %d times", n)
 	}
-	// A closed workflow that shows no payment is recovered, as before.
-	r.engine.known[o.WorkflowID] = Known{Order: o, Status: order.StatusCancelled}
+	// A workflow that ended the order (cancelled in its window, refunded) has
+	// the row end so too; none is recovered, which would read the intent
+	// succeeded and take the order for paid.
+	r.engine.known[o.WorkflowID] = Known{Order: o, Status: order.StatusCancelled, IntentID: "pi_4"}
 	delete(r.findings.rebuilt, o.ID)
 	r.pass(t, "second pass")
+	if k := r.findings.rebuilt[o.ID]; k.Status != order.StatusCancelled || len(r.engine.recovered) != 0 {
+		t.Fatalf("rebuilt %+v, recovery runs %v: want the row CANCELLED and none", k, r.engine.recovered)
+	}
+	// A workflow that closed with no result (terminated) is recovered, as before.
+	delete(r.engine.known, o.WorkflowID)
+	r.pass(t, "third pass")
 	if len(r.engine.recovered) != 1 {
 		t.Fatalf("recovery runs: %v, want one for %s", r.engine.recovered, o.ID)
 	}

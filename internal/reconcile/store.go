@@ -41,9 +41,13 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, refunds: re
 
 // Rebuild writes back, in one transaction, the order and the payment that the
 // workflow engine and the provider show (Known) and the table lost: true when
-// the order's row was missing or moved.
+// the order's row was missing or moved. An order that ended without a payment
+// to keep has its row moved to how it ended.
 func (s *Store) Rebuild(ctx context.Context, k Known) (bool, error) {
 	var changed bool
+	if !order.AfterPayment(k.Status) {
+		return orderstore.New(s.pool).RebuildEnded(ctx, k.Order.ID, k.Status, k.IntentID)
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if changed, err = orderstore.New(tx).Rebuild(ctx, k.Order, k.IntentID); err != nil {
