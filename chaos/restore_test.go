@@ -148,3 +148,47 @@ func (r *rig) loseTheTail(t *testing.T, fault string, before, lose func()) {
 		t.Fatalf("%d row_rebuilt findings for the 30 lost orders", rebuilt)
 	}
 }
+
+// An order placed, paid and cancelled in its window (refunded in full) after the
+// snapshot: the restore loses it, and its key retried on a new API pod records
+// it again. The
+// reconciler writes it back CANCELLED, as its workflow ended it; no run takes
+// its refunded intent for a payment, and nothing is charged or refunded again.
+func TestChaosACancelledOrderLostToARestoreStaysCancelled(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"CANCEL_WINDOW": "10m"}
+	r.startWorker(t, nil)
+	api := r.startAPI(t)
+	r.reconciler(t)
+	dump := r.snapshot(t)
+	id := r.place(t, "cancelled-then-lost", orderJSON)
+	r.waitStatus(t, id, order.StatusPaid, time.Minute)
+	if code := r.cancel(t, id); code != 200 && code != 202 {
+		t.Fatalf("cancel: %d", code)
+	}
+	r.waitStatus(t, id, order.StatusCancelled, time.Minute)
+	r.settle(t, "cancelled-then-lost")
+	r.restore(t, dump)
+	// A pod started since holds no answer of the key in its memory: the retry
+	// reaches the database, which has forgotten the key.
+	api.Kill(t)
+	r.startAPI(t)
+	if status, got := r.postBody(t, "cancelled-then-lost", orderJSON); got != id || status >= 300 {
+		t.Fatalf("retry of the key: %d %q, want its order %s", status, got, id)
+	}
+	r.waitStatus(t, id, order.StatusCancelled, 2*reconcileEvery+30*time.Second)
+	time.Sleep(2 * reconcileEvery) // would a later pass move it?
+	charges := r.Sim.ChargesForOrder(id)
+	var refunded int64
+	for _, c := range charges {
+		refunded += c.AmountRefunded
+	}
+	line := fmt.Sprintf("%-44s orders=1 status=%s charges=%d refunded=%d", "restore: a cancelled order's key retried",
+		order.StatusCancelled, len(charges), refunded)
+	t.Log(line)
+	appendSummary(line)
+	if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'CANCELLED'`, id) != 1 || len(charges) != 1 ||
+		refunded != charges[0].Amount || len(r.Sim.Refunds()) != 1 {
+		t.Fatalf("after the restore: %s, %d refunds at the provider", line, len(r.Sim.Refunds()))
+	}
+}
