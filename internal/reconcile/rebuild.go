@@ -33,8 +33,7 @@ func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Char
 	if !order.ValidTenant(tenant) || orderID == "" || c.Intent == "" {
 		return false, nil // not an order's intent of ours
 	}
-	// A charge's creation is in whole seconds, on the provider's clock.
-	k, ok, err := r.engine.Lost(ctx, tenant, orderID, c.Created.Add(-lostWindow), c.Created.Add(time.Minute))
+	k, ok, err := r.lost(ctx, tenant, orderID, c.Created)
 	if err != nil {
 		p.rereadFrom(c.Created)
 		return true, r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: orderID, Tenant: tenant, ProviderID: c.ID},
@@ -43,11 +42,32 @@ func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Char
 	if !ok {
 		return r.forgotten(ctx, p, c)
 	}
-	if k.IntentID != c.Intent || !order.AfterPayment(k.Status) {
-		return false, nil
+	if k.IntentID != "" && k.IntentID != c.Intent {
+		return false, nil // paid by another intent: this charge is a second one
 	}
-	k.ChargeID = c.ID
+	switch {
+	case order.AfterPayment(k.Status):
+	case !k.Status.Terminal():
+		// Still paying (the loss came mid-payment): the charge is its payment,
+		// and the run's own move to PAID then finds the row PAID.
+		k.Status = order.StatusPaid
+	default:
+		return false, nil // ended without it: what is left is refunded
+	}
+	k.IntentID, k.ChargeID = c.Intent, c.ID
 	return true, r.rebuild(ctx, p, k, c.Created, "the order's row was missing; its workflow shows it "+string(k.Status)+" by "+c.Intent)
+}
+
+// lost finds the workflow of the tenant's order of a charge created at created:
+// among those started in the hour before it first (where it nearly always is,
+// in one page), then in the lostWindow before it.
+func (r *Reconciler) lost(ctx context.Context, tenant, orderID string, created time.Time) (Known, bool, error) {
+	to := created.Add(time.Minute) // a charge's creation is in whole seconds, on the provider's clock
+	k, ok, err := r.engine.Lost(ctx, tenant, orderID, created.Add(-time.Hour), to)
+	if err != nil || ok {
+		return k, ok, err
+	}
+	return r.engine.Lost(ctx, tenant, orderID, created.Add(-lostWindow), created.Add(-time.Hour))
 }
 
 // forgotten reports, rather than refunds, a charge of an order's intent of ours

@@ -196,3 +196,25 @@ func TestACursorAheadOfThePassIsNoticed(t *testing.T) {
 		t.Fatal("no cursor_ahead finding")
 	}
 }
+
+// The loss came while the order's run was paying: the run still runs, its
+// status not yet PAID, and the charge of its intent succeeded. The order is
+// written back PAID (the run's own move then finds it so); nothing is refunded.
+// A run that shows another intent does not explain the charge.
+func TestAnOrderLostMidPaymentIsRebuiltPaid(t *testing.T) {
+	r := newRig(t)
+	o := r.lostOrder()
+	r.engine.known["ord_4"] = Known{Order: o, Status: order.StatusPaymentPending}
+	r.pass(t, "pass")
+	if k, ok := r.findings.rebuilt["ord_4"]; !ok || k.Status != order.StatusPaid || k.IntentID != "pi_4" || r.refundsOf("ch_4") != 0 {
+		t.Fatalf("rebuilt %+v (%t), refunded %d: want PAID by pi_4, nothing refunded", k, ok, r.refundsOf("ch_4"))
+	}
+
+	r = newRig(t)
+	o = r.lostOrder()
+	r.engine.known["ord_4"] = Known{Order: o, Status: order.StatusPaymentPending, IntentID: "pi_other"}
+	r.pass(t, "pass")
+	if len(r.findings.rebuilt) != 0 || r.refundsOf("ch_4") != 1 {
+		t.Fatalf("rebuilt %v, refunded %d: a charge of another intent is refunded", r.findings.rebuilt, r.refundsOf("ch_4"))
+	}
+}
