@@ -16,10 +16,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/database"
 )
 
 // ErrNotFound is an order that does not exist for the tenant asking.
@@ -50,17 +49,8 @@ type Row struct {
 }
 
 // DB is what the store runs statements on: a pool, or a transaction that must
-// include the store's write (pgxpool.Pool and pgx.Tx both are).
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-var (
-	_ DB = (*pgxpool.Pool)(nil)
-	_ DB = (pgx.Tx)(nil)
-)
+// include the store's write (database.DB).
+type DB = database.DB
 
 // Store is the orders table.
 type Store struct {
