@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -63,18 +64,7 @@ func (e *Engine) Known(ctx context.Context, workflowID string) (reconcile.Known,
 
 // input decodes the input of the workflow's current run.
 func (e *Engine) input(ctx context.Context, workflowID string, v any) error {
-	it := e.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return fmt.Errorf("history of %s: empty", workflowID)
-	}
-	ev, err := it.Next()
-	if err != nil {
-		return fmt.Errorf("history of %s: %w", workflowID, err)
-	}
-	if err := e.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), v); err != nil {
-		return fmt.Errorf("input of %s: %w", workflowID, err)
-	}
-	return nil
+	return temporalclient.Input(ctx, e.c, e.dc, workflowID, v)
 }
 
 // Lost finds the workflow of the tenant's order among the order workflows of

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/orderflow/orderflow/internal/fairness"
+	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 )
 
 // Starter starts any kind's workflows the ingress's way: under the ID its key
@@ -55,18 +56,7 @@ func (s Starter) StartNew(ctx context.Context, tenant, workflowID string, workfl
 // Input reads the input of the workflow's current run into v (a run continued as
 // new carries the same request).
 func (s Starter) Input(ctx context.Context, workflowID string, v any) error {
-	it := s.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return fmt.Errorf("history of %s: empty", workflowID)
-	}
-	ev, err := it.Next()
-	if err != nil {
-		return fmt.Errorf("history of %s: %w", workflowID, err)
-	}
-	if err := s.dc.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), v); err != nil {
-		return fmt.Errorf("input of %s: %w", workflowID, err)
-	}
-	return nil
+	return temporalclient.Input(ctx, s.c, s.dc, workflowID, v)
 }
 
 func (s Starter) options(tenant, workflowID string, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
