@@ -6,7 +6,12 @@
 //
 // It is written by hand over the OpenAPI spec (ingress/httpapi/openapi.yaml):
 // seven operations, where a generated client would bring types and a dependency
-// but none of the retry rules, which are the point.
+// but none of the retry rules, which are the point. AllOrders and AllRefunds
+// walk the list operations' pages.
+//
+// It is its own module, github.com/orderflow/orderflow/client, which needs
+// nothing but the standard library and github.com/google/uuid: a program that
+// imports it gets none of the service's dependencies.
 package client
 
 import (
@@ -19,12 +24,21 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 )
+
+// Version is this client's release, tagged client/vVERSION; every request
+// names it in its User-Agent.
+const Version = "0.1.0"
+
+// userAgent is what every request sends as User-Agent: the client, its version
+// and the Go runtime, so whoever runs the API can tell clients apart.
+var userAgent = "orderflow-go/" + Version + " (" + runtime.Version() + "; " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 
 // Options configure a Client; BaseURL and APIKey are required.
 type Options struct {
@@ -286,6 +300,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, hdr
 		req.Header[k] = v
 	}
 	req.Header.Set("Authorization", "Bearer "+c.o.APIKey)
+	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	resp, err := c.o.HTTPClient.Do(req)
 	if err != nil {

@@ -34,4 +34,12 @@ func Example() {
 		o, _ := c.GetOrder(ctx, placed.ID)
 		log.Printf("send the customer to %s", o.NextAction.RedirectURL)
 	}
+	// The customer's paid orders, newest first, page after page: the walk
+	// ends at its first error, and a break asks for no further page.
+	for o, err := range c.AllOrders(ctx, client.ListParams{CustomerID: "cus_42", Status: client.Paid}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("%s: %d %s", o.ID, o.Amount, o.Currency)
+	}
 }
