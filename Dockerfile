@@ -7,6 +7,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 # kafka-go is replaced by the patched copy in third_party (see its README line).
 COPY third_party/ third_party/
+COPY client/go.mod client/go.sum client/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath \

@@ -27,12 +27,13 @@ test: vet
 	scripts/schemathesis
 	{ ORDERFLOW_STACK_PROFILE=cluster scripts/stack build >$(STACK)/cluster-build.log 2>&1 & cb=$$!; \
 	  $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
+	  (cd client && $(GO) test -race -count=1 -v ./...); e=$$?; \
 	  $(TEST_ENV) $(GO) test -count=1 -v -timeout 10m ./deploy/...; d=$$?; \
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
 	  wait $$cb || cat $(STACK)/cluster-build.log; \
 	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
 	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
-	  exit $$((a | b | c | d)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
+	  exit $$((a | b | c | d | e)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; tail -1 $(STACK)/test-console.log
 
 ## chaos: only the fault suite
@@ -44,10 +45,12 @@ chaos: stack-up
 ## unit: tests that need no stack (the stack tests skip)
 unit:
 	ORDERFLOW_STACK_ENV=/nonexistent $(GO) test -count=1 ./...
+	cd client && $(GO) test -count=1 ./...
 
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed" >&2; exit 1; }
 	$(GO) vet ./...
+	cd client && $(GO) vet ./...
 
 stack-up:
 	ORDERFLOW_STACK_PROFILE=$(PROFILE) scripts/stack up
