@@ -37,7 +37,16 @@ type objects struct {
 	policies    []*networkingv1.NetworkPolicy
 	scaled      []*scaledObject
 	auths       map[string]*triggerAuthentication
+	rules       []*prometheusRule
+	monitors    []*serviceMonitor
 }
+
+// hashSuffix is what kustomize appends to a generated ConfigMap's name: a dash
+// and ten characters of its hash's alphabet.
+var hashSuffix = regexp.MustCompile(`-[2456789bcdfghkmt]{10}$`)
+
+// unhashed is a generated object's name without its hash suffix.
+func unhashed(name string) string { return hashSuffix.ReplaceAllString(name, "") }
 
 // triggerAuthentication is what the checks read of KEDA's TriggerAuthentication.
 type triggerAuthentication struct {
@@ -108,7 +117,7 @@ func build(t *testing.T, dir string) objects {
 		case "ConfigMap":
 			c := &corev1.ConfigMap{}
 			strict(t, where, y, c)
-			o.configMaps[strings.SplitN(c.Name, "-", 2)[0]] = c // without the hash suffix
+			o.configMaps[unhashed(c.Name)] = c
 		case "PodDisruptionBudget":
 			p := &policyv1.PodDisruptionBudget{}
 			strict(t, where, y, p)
@@ -133,6 +142,14 @@ func build(t *testing.T, dir string) objects {
 			n := &networkingv1.NetworkPolicy{}
 			strict(t, where, y, n)
 			o.policies = append(o.policies, n)
+		case "PrometheusRule":
+			pr := &prometheusRule{}
+			strict(t, where, y, pr)
+			o.rules = append(o.rules, pr)
+		case "ServiceMonitor":
+			sm := &serviceMonitor{}
+			strict(t, where, y, sm)
+			o.monitors = append(o.monitors, sm)
 		default:
 			t.Errorf("%s: a kind the checks do not know", where)
 		}

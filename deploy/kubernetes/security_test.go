@@ -201,7 +201,7 @@ func envOf(c corev1.Container, o objects) map[string]envValue {
 		if from.ConfigMapRef == nil {
 			continue
 		}
-		if cm := o.configMaps[strings.SplitN(from.ConfigMapRef.Name, "-", 2)[0]]; cm != nil {
+		if cm := o.configMaps[unhashed(from.ConfigMapRef.Name)]; cm != nil {
 			for k, v := range cm.Data {
 				out[k] = envValue{value: v}
 			}

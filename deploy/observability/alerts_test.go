@@ -3,6 +3,7 @@ package observability_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -135,6 +136,10 @@ func TestEachAlertFiresOnItsSeries(t *testing.T) {
 				series []string
 				want   bool
 			}{{c.fires, true}, {c.quiet, false}} {
+				// A quiet case of none of the alert's metrics proves nothing.
+				if !selectsSome(t, p, r.Alert, r.Expr, row.series) {
+					t.Errorf("%s: %v holds none of the metrics it selects", r.Alert, row.series)
+				}
 				if got := fires(t, engine, p, r.Expr, time.Duration(r.For), row.series); got != row.want {
 					t.Errorf("%s on %v: firing %v, want %v", r.Alert, row.series, got, row.want)
 				}
@@ -146,6 +151,22 @@ func TestEachAlertFiresOnItsSeries(t *testing.T) {
 			t.Errorf("a case for %s, which alerts.yml does not have", name)
 		}
 	}
+}
+
+// selectsSome: one of the series is of a metric expr selects.
+func selectsSome(t *testing.T, p parser.Parser, alert, expr string, series []string) bool {
+	t.Helper()
+	names := metricNames(t, alert, expr)
+	for _, d := range series {
+		lbls, _, err := p.ParseSeriesDesc(d)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if slices.Contains(names, lbls.Get(labels.MetricName)) {
+			return true
+		}
+	}
+	return false
 }
 
 // fires evaluates expr each minute of the hour the series cover and reports
