@@ -853,9 +853,9 @@ func (c *Conn) ReadBatchWith(cfg ReadBatchConfig) *Batch {
 
 	switch fetchVersion {
 	case v10:
-		throttle, highWaterMark, remain, aborted, err = readFetchResponseHeaderV10(&c.rbuf, size)
+		throttle, highWaterMark, remain, aborted, err = readFetchResponseHeaderV10Aborted(&c.rbuf, size)
 	case v5:
-		throttle, highWaterMark, remain, aborted, err = readFetchResponseHeaderV5(&c.rbuf, size)
+		throttle, highWaterMark, remain, aborted, err = readFetchResponseHeaderV5Aborted(&c.rbuf, size)
 	default:
 		throttle, highWaterMark, remain, err = readFetchResponseHeaderV2(&c.rbuf, size)
 	}
@@ -870,7 +870,7 @@ func (c *Conn) ReadBatchWith(cfg ReadBatchConfig) *Batch {
 		} else {
 			msgs, err = newMessageSetReader(&c.rbuf, remain)
 			if msgs != nil {
-				// Oldest first, as the broker lists them: hidden() walks them in order.
+				// Oldest first: the message set reader meets them in that order.
 				sort.Slice(aborted, func(i, j int) bool { return aborted[i].firstOffset < aborted[j].firstOffset })
 				msgs.aborted = aborted
 			}

@@ -925,12 +925,12 @@ func (cg *ConsumerGroup) coordinator() (coordinator, error) {
 // the leader.  Otherwise, GroupMemberAssignments will be nil.
 //
 // Possible kafka error codes returned:
-//   - GroupLoadInProgress:
-//   - GroupCoordinatorNotAvailable:
-//   - NotCoordinatorForGroup:
-//   - InconsistentGroupProtocol:
-//   - InvalidSessionTimeout:
-//   - GroupAuthorizationFailed:
+//  * GroupLoadInProgress:
+//  * GroupCoordinatorNotAvailable:
+//  * NotCoordinatorForGroup:
+//  * InconsistentGroupProtocol:
+//  * InvalidSessionTimeout:
+//  * GroupAuthorizationFailed:
 func (cg *ConsumerGroup) joinGroup(conn coordinator, memberID string) (string, int32, GroupMemberAssignments, error) {
 	request, err := cg.makeJoinGroupRequest(memberID)
 	if err != nil {
@@ -1073,11 +1073,11 @@ func (cg *ConsumerGroup) makeMemberProtocolMetadata(in []joinGroupResponseMember
 // Readers subscriptions topic => partitions
 //
 // Possible kafka error codes returned:
-//   - GroupCoordinatorNotAvailable:
-//   - NotCoordinatorForGroup:
-//   - IllegalGeneration:
-//   - RebalanceInProgress:
-//   - GroupAuthorizationFailed:
+//  * GroupCoordinatorNotAvailable:
+//  * NotCoordinatorForGroup:
+//  * IllegalGeneration:
+//  * RebalanceInProgress:
+//  * GroupAuthorizationFailed:
 func (cg *ConsumerGroup) syncGroup(conn coordinator, memberID string, generationID int32, memberAssignments GroupMemberAssignments) (map[string][]int32, error) {
 	request := cg.makeSyncGroupRequestV0(memberID, generationID, memberAssignments)
 	response, err := conn.syncGroup(request)

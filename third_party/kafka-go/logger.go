@@ -7,12 +7,11 @@ type Logger interface {
 
 // LoggerFunc is a bridge between Logger and any third party logger
 // Usage:
-//
-//	l := NewLogger() // some logger
-//	r := kafka.NewReader(kafka.ReaderConfig{
-//	  Logger:      kafka.LoggerFunc(l.Infof),
-//	  ErrorLogger: kafka.LoggerFunc(l.Errorf),
-//	})
+//   l := NewLogger() // some logger
+//   r := kafka.NewReader(kafka.ReaderConfig{
+//     Logger:      kafka.LoggerFunc(l.Infof),
+//     ErrorLogger: kafka.LoggerFunc(l.Errorf),
+//   })
 type LoggerFunc func(string, ...interface{})
 
 func (f LoggerFunc) Printf(msg string, args ...interface{}) { f(msg, args...) }

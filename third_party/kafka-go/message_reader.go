@@ -24,15 +24,25 @@ type messageSetReader struct {
 
 	decompressed *bytes.Buffer
 
-	// Transactions (orderflow's patch for kafka-go#1332, the Java client's
-	// CompletedFetch filtering): the aborted transactions the fetch response named,
-	// oldest first; the producers whose transactional records are hidden until their
-	// abort marker; and the offset after the last record hidden (0 for none), which
-	// the batch and the reader move past.
+	// Read committed (kafka-go#1332), as the Java client's CompletedFetch: the
+	// aborted transactions the fetch response named and not reached yet, oldest
+	// first; the producers whose transactional records are hidden until their
+	// ABORT marker; whether the record being read is hidden; and the offset after
+	// the last record hidden (0 for none), which the batch and the reader move past.
 	aborted       []abortedTxn
 	abortedActive map[int64]bool
+	hid           bool
 	hiddenNext    int64
 }
+
+// The attributes of a v2 record batch that hide records, and the type of an
+// ABORT marker: a control record's key is a version (int16) and a type (int16),
+// ABORT 0 or COMMIT 1.
+const (
+	batchTransactional = 1 << 4
+	batchControl       = 1 << 5
+	controlTypeAbort   = 0
+)
 
 type readerStack struct {
 	reader *bufio.Reader
@@ -128,7 +138,22 @@ func (r *messageSetReader) discard() (err error) {
 	return
 }
 
+// readMessage reads the next message the application may see: control records
+// (transaction markers) and the records of aborted transactions are read and
+// passed over (see hide), as Kafka's own clients do.
 func (r *messageSetReader) readMessage(min int64, key readBytesFunc, val readBytesFunc) (
+	offset int64, lastOffset int64, timestamp int64, headers []Header, err error) {
+	for {
+		r.hid = false
+		offset, lastOffset, timestamp, headers, err = r.readAnyMessage(min, key, val)
+		if err != nil || !r.hid {
+			return
+		}
+		r.hiddenNext = max(r.hiddenNext, offset+1)
+	}
+}
+
+func (r *messageSetReader) readAnyMessage(min int64, key readBytesFunc, val readBytesFunc) (
 	offset int64, lastOffset int64, timestamp int64, headers []Header, err error) {
 
 	if r.empty {
@@ -258,27 +283,41 @@ func (r *messageSetReader) readMessageV1(min int64, key readBytesFunc, val readB
 	return
 }
 
-// readMessageV2 reads the next record the application may see: control records
-// (a transaction's commit or abort marker) and the records of aborted
-// transactions are read and passed over, as Kafka's own clients do.
+// readMessageV2 reads the next record of a v2 batch; a hidden one (see hide) is
+// read without handing its key and value to key and val.
 func (r *messageSetReader) readMessageV2(min int64, key readBytesFunc, val readBytesFunc) (
 	offset int64, lastOffset int64, timestamp int64, headers []Header, err error) {
-	for {
-		offset, lastOffset, timestamp, headers, err = r.readRecordV2(min, key, val)
-		if err != nil || !r.hidden(lastOffset) {
-			return
+	k := func(br *bufio.Reader, size int, n int) (int, error) {
+		// Called first, once the record's batch header is read.
+		if r.hid = r.hide(); !r.hid {
+			return key(br, size, n)
 		}
-		r.hiddenNext = max(r.hiddenNext, offset+1)
+		if r.header.v2.attributes&batchControl == 0 {
+			return discardN(br, size, max(n, 0))
+		}
+		ctrl, remain, err := readNewBytes(br, size, n)
+		if err == nil && len(ctrl) >= 4 && int16(ctrl[2])<<8|int16(ctrl[3]) == controlTypeAbort {
+			delete(r.abortedActive, r.header.v2.producerID) // the end of its aborted transaction
+		}
+		return remain, err
 	}
+	v := func(br *bufio.Reader, size int, n int) (int, error) {
+		if !r.hid {
+			return val(br, size, n)
+		}
+		return discardN(br, size, max(n, 0))
+	}
+	return r.readRecordV2(min, k, v)
 }
 
-// hidden reports whether the record just read, of the batch whose last offset is
-// last, is one the application never sees: a control record, or a record of a
-// transaction the fetch response named as aborted. A producer's aborted
-// transaction starts at its first offset and ends at its marker.
-func (r *messageSetReader) hidden(last int64) bool {
-	const transactional, control = 1 << 4, 1 << 5
+// hide reports whether the record being read, of the batch whose header was read,
+// is one the application never sees: a control record, or a transactional record
+// of a producer with an aborted transaction open, one the fetch response named,
+// starting at or before the batch's last offset, whose ABORT marker has not been
+// read (a COMMIT marker does not end it).
+func (r *messageSetReader) hide() bool {
 	h := r.header.v2
+	last := r.header.firstOffset + int64(h.lastOffsetDelta)
 	for len(r.aborted) > 0 && r.aborted[0].firstOffset <= last {
 		if r.abortedActive == nil {
 			r.abortedActive = map[int64]bool{}
@@ -287,10 +326,9 @@ func (r *messageSetReader) hidden(last int64) bool {
 		r.aborted = r.aborted[1:]
 	}
 	switch {
-	case h.attributes&control != 0:
-		delete(r.abortedActive, h.producerID) // its marker ends the producer's transaction
+	case h.attributes&batchControl != 0:
 		return true
-	case h.attributes&transactional != 0:
+	case h.attributes&batchTransactional != 0:
 		return r.abortedActive[h.producerID]
 	}
 	return false

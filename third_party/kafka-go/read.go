@@ -366,7 +366,14 @@ func readFetchResponseHeaderV2(r *bufio.Reader, size int) (throttle int32, water
 	return
 }
 
-func readFetchResponseHeaderV5(r *bufio.Reader, size int) (throttle int32, watermark int64, remain int, aborted []abortedTxn, err error) {
+func readFetchResponseHeaderV5(r *bufio.Reader, size int) (throttle int32, watermark int64, remain int, err error) {
+	throttle, watermark, remain, _, err = readFetchResponseHeaderV5Aborted(r, size)
+	return
+}
+
+// readFetchResponseHeaderV5Aborted is readFetchResponseHeaderV5, which also
+// returns the aborted transactions the response names (read committed).
+func readFetchResponseHeaderV5Aborted(r *bufio.Reader, size int) (throttle int32, watermark int64, remain int, aborted []abortedTxn, err error) {
 	var n int32
 	type AbortedTransaction struct {
 		ProducerId  int64
@@ -460,7 +467,14 @@ func readFetchResponseHeaderV5(r *bufio.Reader, size int) (throttle int32, water
 
 }
 
-func readFetchResponseHeaderV10(r *bufio.Reader, size int) (throttle int32, watermark int64, remain int, aborted []abortedTxn, err error) {
+func readFetchResponseHeaderV10(r *bufio.Reader, size int) (throttle int32, watermark int64, remain int, err error) {
+	throttle, watermark, remain, _, err = readFetchResponseHeaderV10Aborted(r, size)
+	return
+}
+
+// readFetchResponseHeaderV10Aborted is readFetchResponseHeaderV10, which also
+// returns the aborted transactions the response names (read committed).
+func readFetchResponseHeaderV10Aborted(r *bufio.Reader, size int) (throttle int32, watermark int64, remain int, aborted []abortedTxn, err error) {
 	var n int32
 	var errorCode int16
 	type AbortedTransaction struct {
@@ -568,7 +582,7 @@ func readFetchResponseHeaderV10(r *bufio.Reader, size int) (throttle int32, wate
 }
 
 // abortedTxn is a transaction a fetch response names as aborted: its producer and
-// the offset of its first record. (orderflow: read committed, kafka-go#1332.)
+// the offset of its first record (read committed, kafka-go#1332).
 type abortedTxn struct {
 	producerID  int64
 	firstOffset int64
