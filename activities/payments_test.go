@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/provider"
-	"go.temporal.io/sdk/temporal"
 )
 
 func TestClassifyProviderErrors(t *testing.T) {

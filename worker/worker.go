@@ -5,17 +5,17 @@ package worker
 import (
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
 	"github.com/orderflow/orderflow/workflows/orderv1"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options are the worker's limits.

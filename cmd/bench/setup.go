@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	orderflow "github.com/orderflow/orderflow/client"
 	"io"
 	"log/slog"
 	"maps"
@@ -21,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	orderflow "github.com/orderflow/orderflow/client"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/telemetry"

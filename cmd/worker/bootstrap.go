@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"io"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"io"
 	"strings"
 
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/redact"
-	"github.com/segmentio/kafka-go"
 )
 
 // Headers added to a dead letter.

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 )
 
 func headerOf(m kafka.Message, key string) string {

@@ -2,9 +2,9 @@ package order
 
 import (
 	"regexp"
+	"strconv"
 
 	"github.com/orderflow/orderflow/internal/identity"
-	"strconv"
 )
 
 // An order's identity is derived, never stored apart from the order: the tenant and

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/orderflow/orderflow/contracts"
-	"github.com/orderflow/orderflow/internal/orderstore"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -29,6 +27,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/orderflow/orderflow/contracts"
+	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"

@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/testkit"
-	"go.temporal.io/sdk/client"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
