@@ -52,6 +52,10 @@ func (c *openPayments) Collect(ch chan<- prometheus.Metric) {
 		}
 		counts[st], ages[st] = float64(n), age
 	}
+	if err := rows.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
 	for st, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, string(st))
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, ages[st], string(st))
