@@ -212,8 +212,9 @@ func (s *Server) searchedOrder(w http.ResponseWriter, r *http.Request) (string, 
 	if !s.gate(w, "") {
 		return "", false
 	}
-	orderID, ok := strings.CutPrefix(r.URL.Query().Get("query"), "metadata['order_id']:'")
-	if orderID, ok = strings.CutSuffix(orderID, "'"); !ok || orderID == "" {
+	orderID, prefixed := strings.CutPrefix(r.URL.Query().Get("query"), "metadata['order_id']:'")
+	orderID, quoted := strings.CutSuffix(orderID, "'")
+	if !prefixed || !quoted || orderID == "" {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "parameter_invalid", "the sandbox searches by metadata['order_id']:'ID' only")
 		return "", false
 	}
