@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -117,16 +118,26 @@ func (s *Server) deliver(body []byte, wh Webhooks) {
 	giveUp := time.Now().Add(maxAge)
 	wait := time.Duration(0)
 	if wh.DelayMS > 0 {
-		wait = time.Duration(rand.IntN(wh.DelayMS+1)) * time.Millisecond
+		wait = time.Duration(rand.IntN(wh.DelayMS+1)) * time.Millisecond //nolint:gosec // G404: a delivery's jitter, no secret
 	}
 	client := &http.Client{Timeout: 20 * time.Second}
+	// Close also ends an attempt under way.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-s.closed:
 			return
 		case <-time.After(wait):
 		}
-		ok := s.attempt(client, body, wh)
+		ok := s.attempt(ctx, client, body, wh)
 		if ok || time.Now().After(giveUp) {
 			return
 		}
@@ -135,8 +146,8 @@ func (s *Server) deliver(body []byte, wh Webhooks) {
 }
 
 // attempt posts the event once, signed now.
-func (s *Server) attempt(client *http.Client, body []byte, wh Webhooks) bool {
-	req, err := http.NewRequest(http.MethodPost, wh.URL, bytes.NewReader(body))
+func (s *Server) attempt(ctx context.Context, client *http.Client, body []byte, wh Webhooks) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
 	if err != nil {
 		return false
 	}
