@@ -103,7 +103,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 			defer close(consumerDone)
 			err := d.Consumer.Run(consumerCtx)
 			if consumerCtx.Err() == nil {
-				return fmt.Errorf("consumer stopped unexpectedly: %v", err)
+				return stoppedEarly(err)
 			}
 			return nil
 		})
@@ -146,6 +146,14 @@ func serveIn(g *errgroup.Group, name string, srv *http.Server, ln net.Listener) 
 		}
 		return nil
 	})
+}
+
+// stoppedEarly is the error of a consumer that returned before it was stopped.
+func stoppedEarly(err error) error {
+	if err == nil {
+		return errors.New("consumer stopped unexpectedly")
+	}
+	return fmt.Errorf("consumer stopped unexpectedly: %w", err)
 }
 
 func opsServer(d Deps, addr string) (*http.Server, net.Listener, error) {

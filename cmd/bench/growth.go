@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -253,8 +254,11 @@ func (b *bench) pruneUnderLoad(ctx context.Context) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if perr != nil || !rep.Leader {
-		return nil, fmt.Errorf("pruning pass: leader %v, %v", rep.Leader, perr)
+	if perr != nil {
+		return nil, fmt.Errorf("pruning pass: %w", perr)
+	}
+	if !rep.Leader {
+		return nil, errors.New("pruning pass: not the leader")
 	}
 	during := result("10h. POST while one pruner deletes the event rows past their retention", len(lat), took, lat)
 	during.Note = fmt.Sprintf("p99 %.2fx 10g's; the pass deleted %d event rows in %s (%.0f rows/s), %d per statement, statements %.0f%% of the pass's time",
@@ -277,12 +281,12 @@ func (b *bench) bytesPerOrder(ctx context.Context, before tableSizes) (Result, e
 		notes = append(notes, fmt.Sprintf("%s %.0f", t, float64(after[t]-before[t])/float64(b.rows)))
 	}
 	wf := order.WorkflowID(b.tenant, order.FromEvent, "gf-"+b.run+"-0")
-	desc, err := b.tc.DescribeWorkflowExecution(ctx, wf, "")
+	desc, err := b.tc.DescribeWorkflow(ctx, wf, "")
 	if err != nil {
 		return r, fmt.Errorf("describe %s: %w", wf, err)
 	}
 	notes = append(notes, fmt.Sprintf("Temporal history %d (%d events)",
-		desc.GetWorkflowExecutionInfo().GetHistorySizeBytes(), desc.GetWorkflowExecutionInfo().GetHistoryLength()))
+		desc.RawResponse.GetWorkflowExecutionInfo().GetHistorySizeBytes(), desc.RawResponse.GetWorkflowExecutionInfo().GetHistoryLength()))
 	event := len(fmt.Sprintf(`{"eventId":"gf-%s-0","tenant":%q,"order":%s}`, b.run, b.tenant, orderJSON))
 	notes = append(notes, fmt.Sprintf("Kafka request event %d", event))
 	r.Note = "bytes: PostgreSQL " + strings.Join(notes, ", ") + " (PostgreSQL's include indexes; the bench's preload bodies are 420 bytes)"

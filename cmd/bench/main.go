@@ -379,8 +379,9 @@ func machine(ctx context.Context, profile string) map[string]string {
 	m := map[string]string{"os": runtime.GOOS + "/" + runtime.GOARCH, "cores": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb int
-		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
-		m["memory"] = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		if _, err := fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb); err == nil {
+			m["memory"] = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
 	}
 	// As scripts/stack starts each profile.
 	stack := "PostgreSQL 15, Temporal CLI v1.5.1 dev server (SQLite WAL), Kafka 4.1.1 single KRaft node"

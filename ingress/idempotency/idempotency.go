@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
@@ -107,8 +108,11 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 	if !cur.found {
 		// Another request created the record after this statement's snapshot, or
 		// reclaimed it in between: judge by it.
-		if cur, err = s.read(ctx, tenant, key); err != nil || !cur.found {
-			return 0, Record{}, fmt.Errorf("claim idempotency key: record vanished (%v)", err)
+		if cur, err = s.read(ctx, tenant, key); err != nil {
+			return 0, Record{}, fmt.Errorf("claim idempotency key: %w", err)
+		}
+		if !cur.found {
+			return 0, Record{}, errors.New("claim idempotency key: record vanished")
 		}
 	}
 	cur.Expires = expiresIn(cur.left)

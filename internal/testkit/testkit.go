@@ -40,7 +40,7 @@ func Env() (map[string]string, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoStack, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoStack, err)
 	}
 	defer f.Close()
 	env := map[string]string{}

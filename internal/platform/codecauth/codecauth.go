@@ -221,13 +221,16 @@ func readJWKS(ctx context.Context, where string) (*jose.JSONWebKeySet, error) {
 		}
 	} else {
 		var err error
-		if body, err = os.ReadFile(where); err != nil {
+		if body, err = os.ReadFile(where); err != nil { //nolint:gosec // G304: the path is CODEC_JWKS, set by the operator
 			return nil, fmt.Errorf("CODEC_JWKS: %w", err)
 		}
 	}
 	var keys jose.JSONWebKeySet
-	if err := json.Unmarshal(body, &keys); err != nil || len(keys.Keys) == 0 {
-		return nil, fmt.Errorf("CODEC_JWKS %s: not a JSON Web Key Set with keys (%v)", where, err)
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return nil, fmt.Errorf("CODEC_JWKS %s: not a JSON Web Key Set: %w", where, err)
+	}
+	if len(keys.Keys) == 0 {
+		return nil, fmt.Errorf("CODEC_JWKS %s: a JSON Web Key Set with no keys", where)
 	}
 	return &keys, nil
 }

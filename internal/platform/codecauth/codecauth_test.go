@@ -58,7 +58,7 @@ func TestGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	decoded := 0
-	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { decoded++; io.WriteString(w, "decoded") })
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { decoded++; _, _ = io.WriteString(w, "decoded") })
 	h, err := Guard(next, Options{Tokens: []string{token}, Issuer: "https://idp.example", Audience: "temporal-ui",
 		JWKS: path, Namespace: "orderflow", Origin: "https://ui.example"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

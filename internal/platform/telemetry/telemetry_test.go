@@ -45,7 +45,7 @@ func TestOpsServerBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 
 	resp, err := http.Post("http://"+ln.Addr().String()+"/codec/decode", "application/json", bytes.NewReader(make([]byte, MaxOpsBody+1)))
