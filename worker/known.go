@@ -30,7 +30,7 @@ const (
 // query (running). False when Temporal no longer has it, or it closed without a
 // result (terminated, failed, timed out).
 func (e *Engine) Known(ctx context.Context, workflowID string) (reconcile.Known, bool, error) {
-	d, err := e.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	d, err := e.c.DescribeWorkflow(ctx, workflowID, "")
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -39,7 +39,7 @@ func (e *Engine) Known(ctx context.Context, workflowID string) (reconcile.Known,
 		return reconcile.Known{}, false, fmt.Errorf("describe %s: %w", workflowID, err)
 	}
 	var res workflows.OrderResult
-	switch d.GetWorkflowExecutionInfo().GetStatus() {
+	switch d.RawResponse.GetWorkflowExecutionInfo().GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		v, err := e.c.QueryWorkflow(ctx, workflowID, "", workflows.QueryStatus)
 		if err == nil {

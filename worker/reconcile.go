@@ -54,7 +54,7 @@ func NewEngine(c client.Client, dc converter.DataConverter, namespace, taskQueue
 // Running reports whether the workflow's latest run is open; a workflow Temporal
 // no longer has (past its retention) is not.
 func (e *Engine) Running(ctx context.Context, workflowID string) (bool, error) {
-	d, err := e.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	d, err := e.c.DescribeWorkflow(ctx, workflowID, "")
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -62,7 +62,7 @@ func (e *Engine) Running(ctx context.Context, workflowID string) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }
 
 // Recover starts workflows.Order for the order with Resume.Recover under the

@@ -136,7 +136,7 @@ func (k *greetings) Record(_ context.Context, _, wf string, req ingress.Request)
 
 // View reads the workflow's input, and its greeting once it completed.
 func (k *greetings) View(ctx context.Context, _, wf string) (ingress.View, error) {
-	d, err := k.temporal.DescribeWorkflowExecution(ctx, wf, "")
+	d, err := k.temporal.DescribeWorkflow(ctx, wf, "")
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -149,7 +149,7 @@ func (k *greetings) View(ctx context.Context, _, wf string) (ingress.View, error
 		return ingress.View{}, err
 	}
 	var said string
-	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+	if d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		if err := k.temporal.GetWorkflow(ctx, wf, "").Get(ctx, &said); err != nil {
 			return ingress.View{}, err
 		}
@@ -227,11 +227,11 @@ func (p *pipeline) runConsumerOf(t *testing.T, kinds ...ingress.Kind) (*promethe
 // describe is the type of the workflow ID's current run, failing if there is none.
 func describe(t *testing.T, c client.Client, wf string) string {
 	t.Helper()
-	d, err := c.DescribeWorkflowExecution(context.Background(), wf, "")
+	d, err := c.DescribeWorkflow(context.Background(), wf, "")
 	if err != nil {
 		t.Fatalf("describe %s: %v", wf, err)
 	}
-	return d.GetWorkflowExecutionInfo().GetType().GetName()
+	return d.RawResponse.GetWorkflowExecutionInfo().GetType().GetName()
 }
 
 // oneRun waits until the workflow ID is visible and checks it has one run.
@@ -356,7 +356,7 @@ func TestAThirdKindOverKafka(t *testing.T) {
 	for _, id := range []string{"e2", "e3"} {
 		wf := identity.WorkflowID(greetingKind, p.tenant, identity.FromEvent, id)
 		var missing *serviceerror.NotFound
-		if _, err := p.Temporal.DescribeWorkflowExecution(context.Background(), wf, ""); !errors.As(err, &missing) {
+		if _, err := p.Temporal.DescribeWorkflow(context.Background(), wf, ""); !errors.As(err, &missing) {
 			t.Errorf("%s: %v; want no workflow for a bad request", wf, err)
 		}
 	}

@@ -428,7 +428,7 @@ func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
 		firstErr <- err
 	}()
 	stacktest.Eventually(t, 20*time.Second, "the workflow start to be accepted", func() bool {
-		_, err := h.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		_, err := h.Temporal.DescribeWorkflow(context.Background(), workflowID, "")
 		return err == nil
 	})
 	api.Kill(t)
@@ -527,7 +527,7 @@ func TestAPISIGTERMDuringPreferWaitAnswersAndFreesTheKey(t *testing.T) {
 		first <- answer{status: resp.StatusCode, at: time.Now()}
 	}()
 	stacktest.Eventually(t, 20*time.Second, "the workflow start to be accepted", func() bool {
-		_, err := h.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		_, err := h.Temporal.DescribeWorkflow(context.Background(), workflowID, "")
 		return err == nil
 	})
 	sent := time.Now()

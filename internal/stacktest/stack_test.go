@@ -84,11 +84,11 @@ func TestStackTemporalWorkflow(t *testing.T) {
 		t.Fatalf("result = %q", got)
 	}
 	// The server kept the history: the workflow is a real, closed execution.
-	desc, err := c.DescribeWorkflowExecution(ctx, queue, run.GetRunID())
+	desc, err := c.DescribeWorkflow(ctx, queue, run.GetRunID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := desc.WorkflowExecutionInfo.Status.String(); s != "Completed" {
+	if s := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus().String(); s != "Completed" {
 		t.Fatalf("status = %s", s)
 	}
 }
