@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	orderflow "github.com/orderflow/orderflow/client"
 	"net/http"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 
+	orderflow "github.com/orderflow/orderflow/client"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
@@ -304,11 +304,12 @@ func (b *bench) waitCommitted(ctx context.Context, topic string) error {
 
 // chargedOrders is the order of each of the sandbox's charges, every page of its
 // list (Stripe's lists answer 10 at a time unless asked for up to 100).
-func (b *bench) chargedOrders() ([]string, error) {
+func (b *bench) chargedOrders(ctx context.Context) ([]string, error) {
 	var orders []string
 	after := ""
 	for {
-		resp, err := http.Get(b.simURL + "/v1/charges?limit=100" + after)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.simURL+"/v1/charges?limit=100"+after, nil)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return nil, err
 		}
@@ -345,7 +346,7 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{Scenario: name}, err
 	}
-	charged, err := b.chargedOrders()
+	charged, err := b.chargedOrders(ctx)
 	if err != nil {
 		return Result{Scenario: name}, err
 	}

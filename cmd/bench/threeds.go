@@ -30,7 +30,7 @@ func (b *bench) threeDSecure(ctx context.Context, webhooks bool) (Result, error)
 		name = "7a. 3-D Secure: authenticated → PAID, webhooks"
 		hooks = map[string]any{"url": b.apiURL + "/webhooks/stripe", "secrets": []string{benchWebhookSecret}, "duplicates": 1, "delay_ms": 200}
 	}
-	if err := b.sandboxPut("/sandbox/webhooks", hooks); err != nil {
+	if err := b.sandboxPut(ctx, "/sandbox/webhooks", hooks); err != nil {
 		return Result{Scenario: name}, err
 	}
 	lat := make([]time.Duration, threeDSOrders)
@@ -70,8 +70,11 @@ func (b *bench) authenticatedToPaid(ctx context.Context, key string, slow bool) 
 	var v struct{ ID string }
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		return 0, fmt.Errorf("POST %s: %d %v", key, resp.StatusCode, err)
+	if err != nil {
+		return 0, fmt.Errorf("POST %s: %d %w", key, resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		return 0, fmt.Errorf("POST %s: %d", key, resp.StatusCode)
 	}
 	var intent string
 	if err := b.until(ctx, 2*time.Minute, func() bool {
@@ -85,7 +88,10 @@ func (b *bench) authenticatedToPaid(ctx context.Context, key string, slow bool) 
 		time.Sleep(time.Duration(rand.Int64N(int64(time.Minute))))
 	}
 	acted := time.Now()
-	resp, err = http.PostForm(b.simURL+"/sandbox/3ds/"+intent, url.Values{"outcome": {"complete"}})
+	form := url.Values{"outcome": {"complete"}}.Encode()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, b.simURL+"/sandbox/3ds/"+intent, strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -118,9 +124,9 @@ func (b *bench) poll(ctx context.Context, d, every time.Duration, cond func() bo
 }
 
 // sandboxPut sends a JSON body to one of the sandbox's control endpoints.
-func (b *bench) sandboxPut(path string, body any) error {
+func (b *bench) sandboxPut(ctx context.Context, path string, body any) error {
 	data, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPut, b.simURL+path, strings.NewReader(string(data)))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, b.simURL+path, strings.NewReader(string(data)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
