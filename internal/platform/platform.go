@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,9 @@ type Base struct {
 
 // Open connects to Postgres and Temporal, both traced through t.
 func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog.Logger) (*Base, error) {
+	if c.DBMaxConns < 0 || c.DBMaxConns > math.MaxInt32 {
+		return nil, fmt.Errorf("DB_MAX_CONNS=%d: out of range", c.DBMaxConns)
+	}
 	pool, err := database.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), t.Pgx())
 	if err != nil {
 		return nil, err
