@@ -26,7 +26,6 @@ type customer struct {
 	abandons  int
 	reads     int
 	paidAt    time.Duration // when the order was recorded PAID, from start
-	abandon   func(actedYet bool) activities.IntentState
 }
 
 func (c *customer) state(now time.Time) activities.IntentState {

@@ -60,7 +60,7 @@ func TestResetNeverReopensTheCancelWindow(t *testing.T) {
 
 	// Paid 20 minutes before: 40 left, and a cancel then refunds.
 	e = newEnv(t)
-	rec = e.paid()
+	e.paid()
 	paid = e.Now().Add(-20 * time.Minute)
 	e.f.paidAt, e.f.status = &paid, order.StatusPaid
 	start := e.Now()

@@ -41,7 +41,7 @@ func TestRequestIDsAndMethodNotAllowed(t *testing.T) {
 	id := regexp.MustCompile(`^req_[0-9a-f]{24}$`)
 	seen := map[string]bool{}
 	for _, path := range []string{"/v1/orders", "/nope", "/openapi.yaml"} {
-		resp, body := send(http.MethodGet, path)
+		resp, body := send(http.MethodGet, path) //nolint:bodyclose // send closed it
 		rid := resp.Header.Get("Request-Id")
 		if !id.MatchString(rid) || seen[rid] {
 			t.Fatalf("GET %s: Request-Id %q", path, rid)
@@ -53,7 +53,7 @@ func TestRequestIDsAndMethodNotAllowed(t *testing.T) {
 	}
 	srv = server(acceptAll{})
 	for path, allow := range map[string]string{"/v1/orders": "GET, POST", "/v1/orders/x": "GET", "/v1/orders/x/cancel": "POST"} {
-		resp, body := send(http.MethodDelete, path)
+		resp, body := send(http.MethodDelete, path) //nolint:bodyclose // send closed it
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != allow ||
 			!strings.HasSuffix(body["type"].(string), "/method-not-allowed") {
 			t.Fatalf("DELETE %s: %d Allow %q type %v", path, resp.StatusCode, resp.Header.Get("Allow"), body["type"])

@@ -93,7 +93,8 @@ func TestPaymentKeysAreFixedLengthAndDistinct(t *testing.T) {
 
 func TestDerivedIDsAreStableAndDistinct(t *testing.T) {
 	a, b := WorkflowID("acme", FromHTTP, "k1"), WorkflowID("acme", FromHTTP, "k2")
-	if IDFor(a) != IDFor(a) || EventID(a, "OrderPaid") != EventID(a, "OrderPaid") {
+	id, event := IDFor(a), EventID(a, "OrderPaid")
+	if IDFor(a) != id || EventID(a, "OrderPaid") != event {
 		t.Fatal("derivations are not stable")
 	}
 	seen := map[string]bool{}
