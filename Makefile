@@ -17,10 +17,12 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 
 ## test: start the local stack (dev profile); Schemathesis against the running API;
 ## every Go test, with the race detector but for deploy/ (manifests and alert
-## rules rendered in one goroutine; stack tests required); the fault suite
-## (chaos/), one test at a time since it restarts the stack's servers; then the
-## cluster profile (its tools built while the dev profile's tests run) and the
-## fleet test, the flood and the failover to a replica on it
+## rules rendered in one goroutine; stack tests required), the client's module
+## and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
+## the rows that restart the stack's servers or measure a flood, then the rest
+## six at a time; then the cluster profile (its tools built while the dev
+## profile's tests run) and the fleet test, the flood and the failover to a
+## replica on it
 test: vet
 	ORDERFLOW_STACK_PROFILE=dev scripts/stack up
 	@rm -f $(STACK)/chaos-summary.txt
@@ -28,29 +30,36 @@ test: vet
 	{ ORDERFLOW_STACK_PROFILE=cluster scripts/stack build >$(STACK)/cluster-build.log 2>&1 & cb=$$!; \
 	  $(TEST_ENV) $(GO) test -race -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
 	  (cd client && $(GO) test -race -count=1 -v ./...); e=$$?; \
+	  (cd third_party/kafka-go && $(GO) test -race -count=1 -v ./...); k=$$?; \
 	  $(TEST_ENV) $(GO) test -count=1 -v -timeout 10m ./deploy/...; d=$$?; \
-	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
+	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 6 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
 	  wait $$cb || cat $(STACK)/cluster-build.log; \
 	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
 	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
-	  exit $$((a | b | c | d | e)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
+	  exit $$((a | b | c | d | e | k)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; tail -1 $(STACK)/test-console.log
 
 ## chaos: only the fault suite
 chaos: stack-up
 	@rm -f $(STACK)/chaos-summary.txt
-	$(TEST_ENV) $(GO) test -tags chaos -p 1 -count=1 -v -timeout 30m ./chaos/ 2>&1 | scripts/test-summary
+	$(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 6 -count=1 -v -timeout 30m ./chaos/ 2>&1 | scripts/test-summary
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt
 
 ## unit: tests that need no stack (the stack tests skip)
 unit:
 	ORDERFLOW_STACK_ENV=/nonexistent $(GO) test -count=1 ./...
 	cd client && $(GO) test -count=1 ./...
+	cd third_party/kafka-go && $(GO) test -count=1 ./...
 
+## vet: gofmt (but for the kafka-go fork, kept as upstream wrote it), go vet of
+## every module, and the fork's check: exactly upstream plus its patch
 vet:
-	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed" >&2; exit 1; }
+	@test -z "$$(gofmt -l $$(find . -name '*.go' -not -path './third_party/*' -not -path './.stack/*') | tee /dev/stderr)" || { echo "gofmt needed" >&2; exit 1; }
 	$(GO) vet ./...
 	cd client && $(GO) vet ./...
+	scripts/kafka-go-patch check
+	@cd third_party/kafka-go && test -z "$$(gofmt -l $$(sed -n 's|^+++ b/\(.*\.go\)$$|\1|p' ../kafka-go.patch) | tee /dev/stderr)" || { echo "gofmt needed in the kafka-go patch" >&2; exit 1; }
+	cd third_party/kafka-go && $(GO) vet ./...
 
 stack-up:
 	ORDERFLOW_STACK_PROFILE=$(PROFILE) scripts/stack up

@@ -47,6 +47,15 @@ func (r *rig) traffic(t *testing.T, name string, d time.Duration) (wait func()) 
 	return wg.Wait
 }
 
+// flowing waits until the traffic has paid n of the rig's orders: a fault then
+// hits a service that works end to end, as soon as it does.
+func (r *rig) flowing(t *testing.T, n int) {
+	t.Helper()
+	stacktest.Eventually(t, time.Minute, fmt.Sprintf("%d orders paid under traffic", n), func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) >= n
+	})
+}
+
 // committed sums the group's committed offsets over the requests topic.
 func (r *rig) committed(t *testing.T) int64 {
 	t.Helper()
@@ -77,7 +86,7 @@ func TestChaosTemporalRestart(t *testing.T) {
 	r.startWorker(t, nil)
 	r.startAPI(t)
 	wait := r.traffic(t, "temporal", 20*time.Second)
-	time.Sleep(4 * time.Second)
+	r.flowing(t, 5)
 
 	stacktest.Service(t, "stop", "temporal")
 	began := time.Now()
@@ -121,7 +130,7 @@ func TestChaosServerRestart(t *testing.T) {
 			r.startWorker(t, nil)
 			r.startAPI(t)
 			wait := r.traffic(t, tc.service, tc.traffic)
-			time.Sleep(4 * time.Second)
+			r.flowing(t, 5)
 			stacktest.Service(t, "restart", tc.service)
 			wait()
 			r.ledger(t, tc.fault)
@@ -131,6 +140,7 @@ func TestChaosServerRestart(t *testing.T) {
 
 // The worker is killed with SIGKILL at four points of a payment and restarted.
 func TestChaosWorkerKilledDuringCharge(t *testing.T) {
+	t.Parallel()
 	rows := func(r *rig, query string, args ...any) int {
 		var n int
 		_ = r.Pool.QueryRow(context.Background(), query, args...).Scan(&n)
@@ -174,12 +184,13 @@ func TestChaosWorkerKilledDuringCharge(t *testing.T) {
 }
 
 func TestChaosSIGTERMUnderLoad(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 200})
 	worker := r.startWorker(t, nil)
 	api := r.startAPI(t)
 	wait := r.traffic(t, "sigterm", 15*time.Second)
-	time.Sleep(5 * time.Second)
+	r.flowing(t, 5)
 	began := time.Now()
 	worker.Signal(syscall.SIGTERM)
 	api.Signal(syscall.SIGTERM)
@@ -196,6 +207,7 @@ func TestChaosSIGTERMUnderLoad(t *testing.T) {
 }
 
 func TestChaosProviderSlowAnd5xx(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// One confirm slower than the client's timeout: the attempt gives up while the
 	// provider goes on and charges; the retry finds the key in use, and the intent
@@ -286,13 +298,14 @@ func (p *proxy) handle(c net.Conn) {
 }
 
 func TestChaosNetworkCutToProvider(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	u, _ := url.Parse(r.SimURL)
 	px := newProxy(t, u.Host)
 	r.startWorker(t, map[string]string{"PAYMENTS_URL": "http://" + px.ln.Addr().String(), "PAYMENTS_TIMEOUT": "2s"})
 	r.startAPI(t)
 	wait := r.traffic(t, "netcut", 16*time.Second)
-	time.Sleep(3 * time.Second)
+	r.flowing(t, 5)
 	px.set("stall")
 	time.Sleep(5 * time.Second)
 	px.set("drop")
@@ -303,6 +316,7 @@ func TestChaosNetworkCutToProvider(t *testing.T) {
 }
 
 func TestChaosDuplicateFloods(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -359,6 +373,7 @@ func TestChaosDuplicateFloods(t *testing.T) {
 // over its rate limit, while HTTP clients and a producer place orders: a 429 is
 // a wait, never a failure. Every order ends PAID with one charge.
 func TestChaosProviderRateLimitsForThirtySeconds(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)

@@ -55,7 +55,7 @@ func TestFleetRollingRestart(t *testing.T) {
 
 	began := time.Now()
 	wait := r.traffic(t, "fleet", 80*time.Second)
-	time.Sleep(5 * time.Second)
+	r.flowing(t, 5)
 
 	// Rolling restart: each process drains and exits 0, then comes back.
 	for _, m := range fleet {

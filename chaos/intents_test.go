@@ -20,6 +20,7 @@ import (
 // the ledger (one charge per order at the provider, net = amount in the payments
 // table, nothing pending).
 func TestChaosPaymentIntentFaults(t *testing.T) {
+	t.Parallel()
 	for _, row := range []struct {
 		name   string
 		faults sandbox.Faults
@@ -84,6 +85,7 @@ func (r *rig) settledLedger(t *testing.T, fault, orderID string, status order.St
 }
 
 func TestChaosIntentDeclined(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -98,6 +100,7 @@ func TestChaosIntentDeclined(t *testing.T) {
 // support tool); then the customer cancels. orderflow refunds what is left, never
 // counting the other refund as its own, and the customer is charged nothing.
 func TestChaosPartialRefundElsewhereThenCancel(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"CANCEL_WINDOW": "10m"}
 	r.startWorker(t, nil)

@@ -71,6 +71,7 @@ func (r *rig) forgetWorkflow(t *testing.T, wf string) {
 // provider pruned its idempotency key. The order comes back from Postgres; nothing
 // is charged again.
 func TestChaosResentAfterEveryoneElseForgot(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	api := r.startAPI(t)
@@ -167,11 +168,12 @@ func TestChaosOutageLongerThanABudget(t *testing.T) {
 // The provider refuses our credentials for 10 s (a rotated secret) under traffic:
 // every order ends PAID once they are accepted again, charged once.
 func TestChaosProviderCredentialsRefused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
 	wait := r.traffic(t, "creds", 15*time.Second)
-	time.Sleep(2 * time.Second)
+	r.flowing(t, 5)
 	r.Sim.SetFaults(sandbox.Faults{UnauthorizedMS: 10000})
 	wait()
 	r.ledger(t, "provider answered 401 for 10s under traffic")

@@ -47,6 +47,7 @@ func (r *rig) offsets(t *testing.T) map[int]int64 {
 // when its partitions move: a member that went on committing them after the move
 // would put an offset behind what the new owner already committed.
 func TestChaosRebalanceFencing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, map[string]string{"TEMPORAL_ADDRESS": slowLink(t, r.WorkerEnv()["TEMPORAL_ADDRESS"], 1500*time.Millisecond)})
 	stop := make(chan struct{})
@@ -116,6 +117,7 @@ func TestChaosRebalanceFencing(t *testing.T) {
 // seconds, without a restart or an unrelated rebalance, and every event on them is
 // an order within 30 s of its production.
 func TestChaosPartitionsAddedAreConsumed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	w := r.writer()

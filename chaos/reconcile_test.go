@@ -158,6 +158,7 @@ func (r *rig) waitStatus(t *testing.T, orderID string, status order.Status, with
 // intervals of the charge the reconciler's recovery run has read the intent and
 // the order is PAID, once.
 func TestChaosTerminatedWhileTheProviderConfirms(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 15000, Slow: 1})
 	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
@@ -174,6 +175,7 @@ func TestChaosTerminatedWhileTheProviderConfirms(t *testing.T) {
 // Terminated while the order waits on its customer, who then authenticates: the
 // recovery run waits on the intent again and the order is PAID, once.
 func TestChaosTerminatedWhileTheCustomerAuthenticates(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"PAYMENTS_URL": r.SimURL, "PAYMENT_POLL_INTERVAL": "1s"}
 	r.startWorker(t, nil)
@@ -189,6 +191,7 @@ func TestChaosTerminatedWhileTheCustomerAuthenticates(t *testing.T) {
 // An operator cancels the workflow while the provider confirms slowly: the run
 // compensates (the intent's charge refunded) and the order is CANCELLED, net 0.
 func TestChaosWorkflowCancelledDuringThePayment(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 10000, Slow: 1})
 	r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
@@ -203,6 +206,7 @@ func TestChaosWorkflowCancelledDuringThePayment(t *testing.T) {
 // passed; an operator resets the workflow to its first task, and a cancel is
 // still refused: the new run's window is anchored to the recorded payment.
 func TestChaosResetNeverReopensTheCancelWindow(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"CANCEL_WINDOW": "5s"}
 	r.startWorker(t, nil)
@@ -229,6 +233,7 @@ func TestChaosResetNeverReopensTheCancelWindow(t *testing.T) {
 // another card" does. The intent was closed with the decline: the provider
 // refuses, and nothing is charged.
 func TestChaosDeclinedThenAnotherCardThroughTheClientSecret(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"PAYMENTS_URL": r.SimURL, "PAYMENT_POLL_INTERVAL": "1s"}
 	r.startWorker(t, nil)
@@ -280,6 +285,7 @@ func TestChaosDeclinedThenAnotherCardThroughTheClientSecret(t *testing.T) {
 // A charge made at the provider that no order shows (a dashboard, a script, a
 // bug): the reconciler refunds it and reports it.
 func TestChaosChargeWithoutAnOrderIsRefunded(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.reconciler(t)
@@ -307,7 +313,10 @@ func TestChaosChargeWithoutAnOrderIsRefunded(t *testing.T) {
 // order.
 func (r *rig) found(t *testing.T, orderID, kind, action string) {
 	t.Helper()
-	if n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE order_id = $1 AND kind = $2 AND action = $3`, orderID, kind, action); n != 1 {
+	const q = `SELECT count(*) FROM reconcile_findings WHERE order_id = $1 AND kind = $2 AND action = $3`
+	// A pass records its finding just after it repairs the order.
+	stacktest.Eventually(t, 10*time.Second, "the "+kind+" finding", func() bool { return r.count(t, q, orderID, kind, action) > 0 })
+	if n := r.count(t, q, orderID, kind, action); n != 1 {
 		t.Fatalf("%d %s/%s findings for %s, want 1", n, kind, action, orderID)
 	}
 }
@@ -318,6 +327,7 @@ func (r *rig) found(t *testing.T, orderID, kind, action string) {
 // provider holds (REFUNDED; PARTIALLY_REFUNDED with the amount; DISPUTED), its
 // event is published, and the ledger nets what the provider holds.
 func TestChaosRefundsAndDisputesMadeElsewhere(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -428,6 +438,7 @@ func (r *rig) readEvents(t *testing.T) []activities.Event {
 // order to DISPUTED and back to PAID, each with its event; the event bodies are
 // never trusted (each delivery is duplicated), the charge's disputes are read.
 func TestChaosDisputeWonThroughWebhooks(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.withWebhooks("1s")
 	r.startWorker(t, nil)
@@ -460,6 +471,7 @@ func TestChaosDisputeWonThroughWebhooks(t *testing.T) {
 // new run sends the same keys, the ledger answers them, and the order stays PAID
 // with one charge and one OrderPaid event ID.
 func TestChaosResetAfterTheProviderForgotTheKeys(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -503,6 +515,7 @@ func (r *rig) paidEvents(t *testing.T) map[string][]string {
 // order is PARTIALLY_REFUNDED within two intervals, the failure is a finding, and
 // a later pass refunds the stray charge with a new key, once.
 func TestChaosReconcileGoesOnPastAFailedRefund(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -541,6 +554,7 @@ func TestChaosReconcileGoesOnPastAFailedRefund(t *testing.T) {
 // within two reconcile intervals the order, still CANCELLED, shows the dispute
 // in the API, with a finding; the ledger still nets nothing for it.
 func TestChaosDisputeOfACancelledOrderShowsOnIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"CANCEL_WINDOW": "10m"}
 	r.startWorker(t, nil)

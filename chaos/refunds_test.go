@@ -145,6 +145,7 @@ func (r *rig) refundLedger(t *testing.T, fault, orderID string, status order.Sta
 // refunds 150 in the provider's dashboard: never more refunded than charged, one
 // refund per key and per event, and the order follows the provider.
 func TestChaosConcurrentRefundsOverBothIngresses(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -187,6 +188,7 @@ func TestChaosConcurrentRefundsOverBothIngresses(t *testing.T) {
 // reserves, the requests what fits before it, and the provider never gives back
 // more than was charged: exactly 1299 in all, the order CANCELLED.
 func TestChaosCancelRacesRefunds(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"CANCEL_WINDOW": "10m"}
 	r.startWorker(t, nil)
@@ -233,6 +235,7 @@ func TestChaosCancelRacesRefunds(t *testing.T) {
 // A refund of an order that charged nothing is refused at once over HTTP, and
 // fails over Kafka; nothing is sent to the provider either way.
 func TestChaosRefundOfAnOrderNotPaid(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -270,6 +273,7 @@ func TestChaosRefundOfAnOrderNotPaid(t *testing.T) {
 // then drops the answer of the next one after acting: each refund is settled by
 // a consistent read of the intent's refunds, once.
 func TestChaosRefundAnswersLost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)
@@ -293,6 +297,7 @@ func TestChaosRefundAnswersLost(t *testing.T) {
 // The worker is killed (SIGKILL) while the provider refunds slowly; a new worker
 // finishes the refund with the same key: one refund at the provider.
 func TestChaosWorkerKilledMidRefund(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	w := r.startWorker(t, map[string]string{"PAYMENTS_TIMEOUT": "30s"})
 	r.startAPI(t)
@@ -314,6 +319,7 @@ func TestChaosWorkerKilledMidRefund(t *testing.T) {
 // An operator resets a refund's workflow to its first task after it succeeded:
 // the new run finds its refund and sends nothing new to the provider.
 func TestChaosRefundWorkflowReset(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)

@@ -19,6 +19,7 @@ import (
 // its payment: the reset runs find their payments, send nothing to the provider,
 // and leave PARTIALLY_REFUNDED and DISPUTED as they were.
 func TestChaosResetOfAnOrderOthersMovedSince(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, nil)
 	r.startAPI(t)

@@ -47,6 +47,7 @@ func (r *rig) retry(t *testing.T, key, body string) (status int, orderID string,
 // a key's retention), another body with the key gets 422, and nothing is charged
 // twice.
 func TestChaosRetriesAtTheEdgesOfAKeysRetention(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, map[string]string{"PRUNE_INTERVAL": "1s"})
 	api := r.startAPI(t)
@@ -96,6 +97,7 @@ func TestChaosRetriesAtTheEdgesOfAKeysRetention(t *testing.T) {
 // provider forgot its keys: both are the first order. Before, the second started
 // a new run, which charged again.
 func TestChaosEventRedeliveredAfterTheEventLogForgotIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.startWorker(t, map[string]string{"PRUNE_INTERVAL": "1s"})
 	ctx := context.Background()

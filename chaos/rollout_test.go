@@ -51,10 +51,13 @@ func (r *rig) steps(t *testing.T, workflowID string) map[string]int {
 // old path (the store steps stay regular activities), with one charge each, and a
 // run started after the deploy takes the new path (local activities).
 func TestRolloutOldRunsFinishOnNewCode(t *testing.T) {
+	t.Parallel()
 	oldWorker := stacktest.BinaryAt(t, preLocalStoreSteps, "cmd/worker")
 	r := newRig(t)
 	const n = 8
-	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 5000, Slow: n})
+	// Slow enough that the n charges, placed one after another, are all in flight
+	// at once even on a busy machine.
+	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 12000, Slow: n})
 	old := stacktest.Start(t, oldWorker, r.workerEnv(nil))
 	waitHTTP(t, "http://"+r.opsAddr+"/healthz")
 	// The API of the same commit: this tree's starts workflows.Order, which that
@@ -66,7 +69,7 @@ func TestRolloutOldRunsFinishOnNewCode(t *testing.T) {
 		r.order(t, key)
 		ids = append(ids, order.WorkflowID(r.tenant, order.FromHTTP, key))
 	}
-	stacktest.Eventually(t, 30*time.Second, "every charge in flight on the old worker", func() bool { return r.Sim.InFlight() == n })
+	stacktest.Eventually(t, 90*time.Second, "every charge in flight on the old worker", func() bool { return r.Sim.InFlight() == n })
 
 	old.Signal(syscall.SIGTERM)
 	if code := old.Wait(t, 30*time.Second); code != 0 {
@@ -107,6 +110,7 @@ const beforeFreeze = "d813aa0"
 // runs finish on orderv1.OrderWorkflow, a new order runs workflows.Order, and every
 // order nets what its status says, at the provider and in the ledger.
 func TestRolloutOrdersFinishOnTheFrozenWorkflow(t *testing.T) {
+	t.Parallel()
 	oldWorker := stacktest.BinaryAt(t, beforeFreeze, "cmd/worker")
 	oldAPI := stacktest.BinaryAt(t, beforeFreeze, "cmd/api")
 	r := newRig(t)

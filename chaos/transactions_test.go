@@ -66,6 +66,7 @@ func (r *rig) atEnd(t *testing.T) {
 // the 100 committed become orders, no transaction marker is dead-lettered, and the
 // group's committed offsets reach the end of every partition (markers included).
 func TestChaosAbortedTransactionsNeverBecomeOrders(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	r := newRig(t)
 	r.startWorker(t, nil)
@@ -90,6 +91,7 @@ func TestChaosAbortedTransactionsNeverBecomeOrders(t *testing.T) {
 // producer's transaction.timeout.ms (5 s) runs out. The open event never becomes
 // an order; those after it do, within seconds of the abort.
 func TestChaosOpenTransactionHoldsItsPartitionUntilTheBrokerAbortsIt(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	r := newRig(t)
 	r.startWorker(t, nil)
@@ -118,6 +120,7 @@ func TestChaosOpenTransactionHoldsItsPartitionUntilTheBrokerAbortsIt(t *testing.
 // another source is another; a CloudEvent whose data is not an order is
 // dead-lettered with its identity.
 func TestChaosCloudEventsBecomeOrdersOnce(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	r := newRig(t)
 	r.startWorker(t, nil)
@@ -160,6 +163,7 @@ func TestChaosCloudEventsBecomeOrdersOnce(t *testing.T) {
 // counted by orderflow_consumer_offset_out_of_range_total, with the deleted
 // offsets counted as lost.
 func TestChaosOffsetsOutOfRangeAreNeverSkippedSilently(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	onto := func(p int) *kafka.Writer {
 		w := r.writer()

@@ -216,6 +216,7 @@ func deliver(t *testing.T, apiAddr string, body []byte, at time.Time, secrets ..
 // The three ends of a 3-D Secure payment, each with the sandbox's webhooks
 // (duplicated, delayed, reordered) and the ledger.
 func TestChaosThreeDSecure(t *testing.T) {
+	t.Parallel()
 	for _, row := range []struct {
 		name    string
 		outcome string // "" for a customer who never acts
@@ -258,6 +259,7 @@ func TestChaosThreeDSecure(t *testing.T) {
 // One event delivered 100 times at once, across two API processes, each delivery
 // retried on 409 as the provider does: one handling, one wake-up, one charge.
 func TestChaosWebhookDeliveredHundredTimesAcrossTwoAPIs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.withWebhooks("10m")
 	r.Sim.SetWebhooks(sandbox.Webhooks{}) // the test delivers
@@ -318,6 +320,7 @@ func rewrite(t *testing.T, ev []byte, typ, status string) []byte {
 // changes nothing, and a succeeded that arrives while the customer has not acted
 // charges nothing: the order follows the intent as the provider holds it.
 func TestChaosWebhooksOutOfOrder(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.withWebhooks("10m")
 	r.startWorker(t, nil)
@@ -360,6 +363,7 @@ func TestChaosWebhooksOutOfOrder(t *testing.T) {
 // Forged, wrongly signed and replayed deliveries are refused and change nothing; a
 // rotated secret is accepted while both are configured.
 func TestChaosWebhookSignatures(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.withWebhooks("10m", "whsec_chaos_previous", webhookSecret)
 	r.Sim.SetWebhooks(sandbox.Webhooks{}) // the test delivers
@@ -423,6 +427,7 @@ func TestChaosWebhookSignatures(t *testing.T) {
 // 20 s): the sandbox delivers again, the claim of the dead process expires, and
 // the event is handled once.
 func TestChaosWebhookAPIKilledWhileHandling(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.withWebhooks("10m")
 	r.Sim.SetWebhooks(sandbox.Webhooks{URL: "http://" + r.apiAddr + "/webhooks/stripe", Secrets: []string{webhookSecret}, RetryMS: 500})
@@ -460,6 +465,7 @@ func TestChaosWebhookAPIKilledWhileHandling(t *testing.T) {
 // The webhook endpoint is down the whole time (nothing listens where the sandbox
 // delivers) while 3-D Secure orders complete: every order settles by the poll.
 func TestChaosWebhookEndpointDownOrdersSettleByThePoll(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.withWebhooks("3s")
 	r.Sim.SetWebhooks(sandbox.Webhooks{URL: "http://" + stacktest.FreeAddr(t) + "/webhooks/stripe", Secrets: []string{webhookSecret}, RetryMS: 200})
