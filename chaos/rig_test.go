@@ -187,7 +187,12 @@ func (r *rig) writer() *kafka.Writer {
 // produce writes one event, retrying until the broker has it for sure.
 func (r *rig) produce(t *testing.T, w *kafka.Writer, eventID string, key []byte) {
 	r.expect(order.WorkflowID(r.tenant, order.FromEvent, eventID))
-	value := []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, eventID, r.tenant, orderJSON))
+	r.produceAs(t, w, r.tenant, eventID, key)
+}
+
+// produceAs writes one event of tenant's, as produce does.
+func (r *rig) produceAs(t *testing.T, w *kafka.Writer, tenant, eventID string, key []byte) {
+	value := []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, eventID, tenant, orderJSON))
 	if err := r.contract.Validate(contracts.Envelope, value); err != nil {
 		t.Fatal(err)
 	}

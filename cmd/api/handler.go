@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/webhooks"
 	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/fleetrate"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
@@ -26,7 +27,8 @@ import (
 func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
 	reg := base.Registry
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
-	intents := provider.New(c.Payments, provider.Metered(traces.Transport(http.DefaultTransport), reg))
+	intents := provider.New(c.Payments, provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg),
+		provider.AccountPace(fleetrate.New(base.Pool), c.Payments), nil))
 	var hooks http.Handler
 	if len(c.WebhookSecrets) > 0 {
 		store := webhooks.NewStore(base.Pool)
@@ -39,7 +41,7 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 	} else {
 		logger.Warn("PAYMENTS_WEBHOOK_SECRETS is not set: no webhook endpoint; orders waiting on their intent read it on a backoff")
 	}
-	limits, err := quota.NewLimiter(c.TenantLimit, c.TenantLimitShares)
+	limits, err := quota.NewLimiter("api", c.TenantLimit, fleetrate.New(base.Pool))
 	if err != nil {
 		return nil, err
 	}

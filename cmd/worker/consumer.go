@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/fleetrate"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
@@ -30,7 +31,7 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, dl
 	readers := func(p int) consumer.PartitionReader {
 		return kafkaclient.NewPartitionReader(c.Kafka, c.RequestsTopic, p)
 	}
-	budget, err := quota.NewLimiter(c.TenantLimit, c.TenantLimitShares)
+	budget, err := quota.NewLimiter("events", c.TenantLimit, fleetrate.New(base.Pool))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/orderflow/orderflow/internal/fleetrate"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/platform"
@@ -40,7 +41,8 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	}
 	// One budget for every call this worker makes; reconcile passes take at most
 	// ProviderRate of it.
-	budget := provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg), float64(c.PaymentsRate))
+	budget := provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg),
+		provider.AccountPace(fleetrate.New(base.Pool), c.Payments), c.Fairness.Weight)
 	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, budget), events, reg, traces)
 	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
 	dc, _ := payloadcodec.Converters(base.Codec)

@@ -265,8 +265,8 @@ func TestAnUndefinedMetricOrLabelFailsTheCheck(t *testing.T) {
 	}
 	for _, q := range []string{
 		`sum(rate(orderflow_refunds_total[5m]))`,
-		`sum by (tenant) (rate(orderflow_quota_refused_total[5m]))`,
-		`sum(rate(orderflow_quota_refused_total{tenant="acme"}[5m]))`,
+		`sum by (customer) (rate(orderflow_quota_refused_total[5m]))`,
+		`sum(rate(orderflow_quota_refused_total{customer="acme"}[5m]))`,
 		`sum(rate(orderflow_reconcile_discrepancies_total_bucket[5m]))`,
 		`sum(rate(temporal_made_up_total[5m]))`,
 	} {

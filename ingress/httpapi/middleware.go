@@ -28,7 +28,8 @@ type metrics struct {
 	replays       prometheus.Counter
 	conflicts     *prometheus.CounterVec
 	startDuration prometheus.Histogram
-	quotaRefused  prometheus.Counter
+	quotaRefused  *prometheus.CounterVec
+	quotaUnread   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,11 +51,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "orderflow_workflow_start_duration_seconds", Help: "Latency of workflow starts from the API.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
-		quotaRefused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "orderflow_quota_refused_total", Help: "Requests refused with 429 because their tenant's budget was spent.",
+		// By tenant: only authenticated tenants reach the budget, so the label is
+		// bounded by the tenants there are.
+		quotaRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orderflow_quota_refused_total", Help: "Requests refused with 429 because their tenant's budget was spent, by tenant.",
+		}, []string{"tenant"}),
+		quotaUnread: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_quota_unread_total", Help: "Requests let through because the fleet's budgets could not be read from the database.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.replays, m.conflicts, m.startDuration, m.quotaRefused)
+	reg.MustRegister(m.requests, m.duration, m.replays, m.conflicts, m.startDuration, m.quotaRefused, m.quotaUnread)
 	return m
 }
 
@@ -195,12 +201,15 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 func limit(q Quota, m *metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d := q.Allow(tenantOf(r.Context()))
+			d, err := q.Allow(r.Context(), tenantOf(r.Context()))
+			if err != nil {
+				m.quotaUnread.Inc() // the request goes on: without its database it fails on its own
+			}
 			h := w.Header()
 			h.Set("RateLimit-Policy", fmt.Sprintf(`"tenant";q=%d;w=%d`, d.Quota, max(d.Window, 1)))
 			h.Set("RateLimit", fmt.Sprintf(`"tenant";r=%d;t=%d`, d.Remaining, d.Reset))
 			if !d.Allowed {
-				m.quotaRefused.Inc()
+				m.quotaRefused.WithLabelValues(tenantOf(r.Context())).Inc()
 				writeProblem(w, r, withRetry(newProblem(kindQuotaExceeded, "this tenant's request budget is spent; retry after Retry-After seconds with the same Idempotency-Key"), d.RetryAfter))
 				return
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/fleetrate"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/quota"
 	"github.com/orderflow/orderflow/internal/stacktest"
@@ -36,7 +37,7 @@ func TestTenantOverItsBudgetIsRefusedAndLosesNothing(t *testing.T) {
 		keys[tenant] = key
 		tenants = append(tenants, tenant)
 	}
-	limits, err := quota.NewLimiter(quota.Limit{Rate: 0.5, Burst: 2}, 1)
+	limits, err := quota.NewLimiter("api", quota.Limit{Rate: 0.5, Burst: 2}, fleetrate.New(h.Pool))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ type KeyStore interface {
 
 // Quota is each tenant's request budget (*quota.Limiter).
 type Quota interface {
-	Allow(tenant string) quota.Decision
+	Allow(ctx context.Context, tenant string) (quota.Decision, error)
 }
 
 // Intake places, reads and cancels orders.

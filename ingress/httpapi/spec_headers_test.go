@@ -149,11 +149,11 @@ func (keysByName) Tenant(_ context.Context, key string) (string, error) {
 
 type spentTenant struct{}
 
-func (spentTenant) Allow(tenant string) quota.Decision {
+func (spentTenant) Allow(_ context.Context, tenant string) (quota.Decision, error) {
 	if tenant == "spent" {
-		return quota.Decision{Quota: 10, Window: 1, Reset: 1, RetryAfter: 1}
+		return quota.Decision{Quota: 10, Window: 1, Reset: 1, RetryAfter: 1}, nil
 	}
-	return quota.Decision{Allowed: true, Quota: 10, Window: 1, Remaining: 9, Reset: 1}
+	return quota.Decision{Allowed: true, Quota: 10, Window: 1, Remaining: 9, Reset: 1}, nil
 }
 
 // The spec declares every header the API sends, on the operation and status that

@@ -47,6 +47,14 @@ func Parse(spec string) (Weights, error) {
 	return w, nil
 }
 
+// Weight is the tenant's weight: 1 unless FAIRNESS_WEIGHTS names it.
+func (w Weights) Weight(tenant string) float64 {
+	if v, ok := w.m[tenant]; ok {
+		return float64(v)
+	}
+	return 1
+}
+
 // Priority is the priority of the tenant's workflows: the tenant as the fairness
 // key, with its weight (0 leaves Temporal's default, 1).
 func (w Weights) Priority(tenant string) temporal.Priority {

@@ -2,10 +2,14 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"slices"
 	"sync"
+	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/orderflow/orderflow/internal/fleetrate"
 )
 
 type tenantKey struct{}
@@ -20,34 +24,51 @@ func tenantOf(ctx context.Context) string {
 	return t
 }
 
-// Budgeted keeps the requests through it under perSecond, the process's share of
-// the provider account's rate limit (Stripe allows 100 a second live, 25 in test
-// mode), so the provider seldom answers 429. The budget is shared fairly: when
-// requests wait, each tenant with one waiting gets the next token in turn (those
-// without a tenant count as one), so one tenant's backlog of payments cannot
-// make another's wait behind all of it. A request waits as long as its context
-// lets it. perSecond <= 0 is no budget.
-func Budgeted(next http.RoundTripper, perSecond float64) http.RoundTripper {
+// Pace spaces the requests of a budget: the fleet's rate for the provider
+// account (fleetrate), or a rate.Limiter in the process.
+type Pace interface {
+	Wait(ctx context.Context) error
+}
+
+// Budgeted keeps the requests through it within pace, the provider account's
+// rate limit (Stripe allows 100 a second live, 25 in test mode), so the
+// provider seldom answers 429. The budget is shared fairly: when requests
+// wait, the waiting tenants get the next turns in proportion to their weights
+// (those without a tenant count as one tenant of weight 1), so one tenant's
+// backlog of payments cannot make another's wait behind all of it. A request
+// waits as long as its context lets it. A nil pace is no budget; a nil weight
+// weighs every tenant 1.
+func Budgeted(next http.RoundTripper, pace Pace, weight func(tenant string) float64) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	if perSecond <= 0 {
+	if pace == nil {
 		return next
 	}
-	return &budget{next: next, limit: rate.NewLimiter(rate.Limit(perSecond), 1),
-		queues: map[string][]chan struct{}{}, waiting: make(chan struct{}, 1)}
+	if weight == nil {
+		weight = func(string) float64 { return 1 }
+	}
+	return &budget{next: next, pace: pace, weight: weight, queues: map[string]*queue{}, waiting: make(chan struct{}, 1)}
 }
 
 type budget struct {
-	next  http.RoundTripper
-	limit *rate.Limiter
-	start sync.Once
+	next   http.RoundTripper
+	pace   Pace
+	weight func(string) float64
+	start  sync.Once
 
 	mu      sync.Mutex
-	queues  map[string][]chan struct{} // each tenant's waiters, first come first
-	turns   []string                   // tenants with waiters, served in turn
-	turn    int                        // the next in turns
-	waiting chan struct{}              // a waiter arrived
+	queues  map[string]*queue // the tenants with waiters
+	clock   float64           // the pass of the last turn given
+	waiting chan struct{}     // a waiter arrived
+}
+
+// queue is a tenant's waiters, first come first, and its pass: the tenant with
+// the lowest is served next, and each turn moves it on by 1/weight (stride
+// scheduling), so turns follow the weights.
+type queue struct {
+	waiters []chan struct{}
+	pass    float64
 }
 
 func (b *budget) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -57,15 +78,17 @@ func (b *budget) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// acquire waits for a token handed to this request.
+// acquire waits for a turn handed to this request.
 func (b *budget) acquire(ctx context.Context, tenant string) error {
 	b.start.Do(func() { go b.dispatch() })
 	granted := make(chan struct{})
 	b.mu.Lock()
-	if len(b.queues[tenant]) == 0 {
-		b.turns = append(b.turns, tenant)
+	q := b.queues[tenant]
+	if q == nil {
+		q = &queue{pass: b.clock} // a tenant that starts waiting saves up no turns
+		b.queues[tenant] = q
 	}
-	b.queues[tenant] = append(b.queues[tenant], granted)
+	q.waiters = append(q.waiters, granted)
 	b.mu.Unlock()
 	select {
 	case b.waiting <- struct{}{}:
@@ -82,56 +105,70 @@ func (b *budget) acquire(ctx context.Context, tenant string) error {
 	}
 }
 
-// dispatch hands out tokens at the rate, to the tenants in turn, while any wait.
-// It lives as long as the process: the budget is the process's.
+// paceRetry is the pause after the pace could not be read: nothing goes out
+// without a turn of the budget.
+const paceRetry = 500 * time.Millisecond
+
+// dispatch hands out the pace's turns while any request waits. It lives as
+// long as the process.
 func (b *budget) dispatch() {
 	for range b.waiting {
 		for {
 			b.mu.Lock()
-			idle := len(b.turns) == 0
+			idle := len(b.queues) == 0
 			b.mu.Unlock()
 			if idle {
 				break
 			}
-			_ = b.limit.Wait(context.Background())
-			b.mu.Lock()
-			if len(b.turns) > 0 {
-				b.turn %= len(b.turns)
-				tenant := b.turns[b.turn]
-				granted := b.queues[tenant][0]
-				b.remove(tenant, granted)
-				if len(b.queues[tenant]) > 0 {
-					b.turn++ // the tenant keeps its place; the next one is served next
-				}
-				close(granted)
+			if err := b.pace.Wait(context.Background()); err != nil {
+				time.Sleep(paceRetry)
+				continue
 			}
-			b.mu.Unlock()
+			b.grant()
 		}
 	}
 }
 
-// remove takes a waiter out of its tenant's queue, and the tenant out of the
-// turns once it has none. The caller holds mu.
+// grant gives one turn to the first waiter of the tenant with the lowest pass.
+func (b *budget) grant() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tenant, q := "", (*queue)(nil)
+	for t, c := range b.queues {
+		if q == nil || c.pass < q.pass || (c.pass == q.pass && t < tenant) {
+			tenant, q = t, c
+		}
+	}
+	if q == nil {
+		return // every waiter gave up meanwhile: the turn is spent
+	}
+	b.clock = q.pass
+	q.pass += 1 / max(b.weight(tenant), 1e-3)
+	granted := q.waiters[0]
+	b.remove(tenant, granted)
+	close(granted)
+}
+
+// remove takes a waiter out of its tenant's queue, and the tenant out once it
+// has none. The caller holds mu.
 func (b *budget) remove(tenant string, granted chan struct{}) {
 	q := b.queues[tenant]
-	for i, g := range q {
-		if g == granted {
-			q = append(q[:i], q[i+1:]...)
-			break
-		}
-	}
-	if len(q) > 0 {
-		b.queues[tenant] = q
+	if q == nil {
 		return
 	}
-	delete(b.queues, tenant)
-	for i, t := range b.turns {
-		if t == tenant {
-			b.turns = append(b.turns[:i], b.turns[i+1:]...)
-			if i < b.turn {
-				b.turn--
-			}
-			break
-		}
+	q.waiters = slices.DeleteFunc(q.waiters, func(g chan struct{}) bool { return g == granted })
+	if len(q.waiters) == 0 {
+		delete(b.queues, tenant)
 	}
+}
+
+// AccountPace is the provider account's budget (c.Rate), held across the fleet
+// in rates, one request at a time (Stripe counts requests a second); nil for
+// none. The account is its address and key, named by a digest: never the key.
+func AccountPace(rates *fleetrate.Rates, c Config) Pace {
+	if c.Rate <= 0 {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(c.URL + "\x00" + c.APIKey))
+	return rates.Pace("provider:"+hex.EncodeToString(sum[:8]), fleetrate.Limit{Rate: float64(c.Rate), Burst: 1}, time.Second)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 type recorder struct {
@@ -26,7 +28,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // 200 a second take at least 145 ms.
 func TestBudgetIsSharedByTenantsInTurn(t *testing.T) {
 	rec := &recorder{}
-	b := Budgeted(rec, 200)
+	b := Budgeted(rec, rate.NewLimiter(200, 1), nil)
 	send := func(tenant string, wg *sync.WaitGroup) {
 		defer wg.Done()
 		req := httptest.NewRequest(http.MethodPost, "/v1/payment_intents", nil).WithContext(WithTenant(context.Background(), tenant))
@@ -71,7 +73,7 @@ func TestBudgetIsSharedByTenantsInTurn(t *testing.T) {
 // others are served.
 func TestBudgetWaiterGivesUp(t *testing.T) {
 	rec := &recorder{}
-	b := Budgeted(rec, 5)
+	b := Budgeted(rec, rate.NewLimiter(5, 1), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, _ = b.RoundTrip(httptest.NewRequest(http.MethodGet, "/", nil)) // takes the first token
@@ -84,4 +86,67 @@ func TestBudgetWaiterGivesUp(t *testing.T) {
 	if len(rec.served) != 2 {
 		t.Fatalf("%d served, want 2", len(rec.served))
 	}
+}
+
+// Two tenants with waiting requests share the turns by their weights, 2 to 1,
+// and a pace that cannot be read gives no turn until it can.
+func TestBudgetFollowsTheWeights(t *testing.T) {
+	rec := &recorder{}
+	pace := &flaky{Limiter: rate.NewLimiter(1000, 1), fail: 2}
+	b := Budgeted(rec, pace, func(tenant string) float64 {
+		if tenant == "heavy" {
+			return 2
+		}
+		return 1
+	})
+	var wg sync.WaitGroup
+	for _, tenant := range []string{"heavy", "light"} {
+		for range 60 {
+			wg.Go(func() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/refunds", nil).WithContext(WithTenant(context.Background(), tenant))
+				if _, err := b.RoundTrip(req); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	time.Sleep(paceRetry / 2)
+	rec.mu.Lock()
+	early := len(rec.served)
+	rec.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("%d requests went out while the pace could not be read", early)
+	}
+	wg.Wait()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	heavy := 0
+	for _, tenant := range rec.served[:60] {
+		if tenant == "heavy" {
+			heavy++
+		}
+	}
+	if heavy < 36 || heavy > 44 {
+		t.Fatalf("heavy had %d of the first 60 turns, want about 40 (weights 2 to 1): %v", heavy, rec.served)
+	}
+	if pace.failed != 2 {
+		t.Fatalf("the pace failed %d times, want 2", pace.failed)
+	}
+}
+
+// flaky is a pace whose first reads fail.
+type flaky struct {
+	*rate.Limiter
+	mu           sync.Mutex
+	fail, failed int
+}
+
+func (f *flaky) Wait(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed < f.fail {
+		f.failed++
+		return context.DeadlineExceeded
+	}
+	return f.Limiter.Wait(ctx)
 }

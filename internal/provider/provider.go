@@ -144,6 +144,9 @@ type Config struct {
 	// It is one of the confirm's parameters, so a confirm retried with its key after
 	// it changed is refused (nothing is charged).
 	ReturnURL string
+	// Rate is the account's rate limit, requests a second, held across every
+	// process that calls the provider (PAYMENTS_RATE); 0 for none.
+	Rate int
 }
 
 // New returns a client of the provider; transport may be nil

@@ -1,9 +1,7 @@
-// Package quota keeps each tenant within its request budget: a token bucket per
-// tenant (a rate and a burst), so one tenant's flood is refused or made to wait
-// instead of taking what the others need. Budgets hold across a fleet by shares:
-// each process enforces its share of a tenant's limit (the limit divided by the
-// processes serving it), which holds while the load balancer spreads requests,
-// with no shared counter on the request path.
+// Package quota keeps each tenant within its request budget (a rate and a
+// burst), so one tenant's flood is refused or made to wait instead of taking
+// what the others need. A budget is the fleet's: it holds whatever the number of
+// API processes and workers taking from it.
 package quota
 
 import (
@@ -17,21 +15,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/time/rate"
+
+	"github.com/orderflow/orderflow/internal/fleetrate"
 )
 
 // Limit is a budget: Rate requests a second on average, Burst at once.
-type Limit struct {
-	Rate  float64
-	Burst int
-}
-
-// Valid reports whether the limit can be enforced.
-func (l Limit) Valid() error {
-	if l.Rate <= 0 || math.IsInf(l.Rate, 0) || math.IsNaN(l.Rate) || l.Burst < 1 {
-		return fmt.Errorf("a limit needs a rate over 0 and a burst of at least 1, not %g/%d", l.Rate, l.Burst)
-	}
-	return nil
-}
+type Limit = fleetrate.Limit
 
 // Store is the tenant_limits table: the tenants whose limit is not the default.
 type Store struct{ pool *pgxpool.Pool }
@@ -82,97 +71,108 @@ func (s *Store) All(ctx context.Context) (map[string]Limit, error) {
 	return out, nil
 }
 
-// Decision is what one request got: whether it may go on, and the bucket's
+// Decision is what one request got: whether it may go on, and the budget's
 // state for the RateLimit fields.
 type Decision struct {
 	Allowed bool
-	// Quota is the burst (this process's share); Window the seconds in which an
-	// empty bucket fills again.
+	// Quota is the burst; Window the seconds in which an empty budget fills again.
 	Quota, Window int
-	// Remaining is the requests the bucket still holds; Reset the seconds until
+	// Remaining is the requests the budget still holds; Reset the seconds until
 	// it is full; RetryAfter, when refused, the seconds until one is allowed.
 	Remaining, Reset, RetryAfter int
 }
 
-// Limiter holds a bucket per tenant, each this process's share of the tenant's
-// limit. Only authenticated tenants reach it, so it holds one bucket per tenant.
+// Limiter keeps each tenant within its limit across the whole fleet: the
+// budget is the tenant's row in the fleet's rates (fleetrate), which every API
+// process and worker takes from. A bucket in the process at the same limit
+// answers first, so a tenant's flood is refused here, without a statement per
+// request, once this process alone has seen more than the whole limit allows.
+// Only authenticated tenants reach it, so it holds one bucket per tenant.
 type Limiter struct {
-	def    Limit
-	shares int
+	scope string
+	def   Limit
+	rates *fleetrate.Rates
 
-	mu      sync.Mutex
-	own     map[string]Limit
-	buckets map[string]*bucket
+	mu    sync.Mutex
+	own   map[string]Limit
+	local map[string]*bucket
 }
 
 type bucket struct {
-	limit Limit // the share it enforces
+	limit Limit
 	rl    *rate.Limiter
 }
 
-// NewLimiter enforces def for every tenant without its own limit, each process
-// taking 1/shares of every limit (at least one request of burst).
-func NewLimiter(def Limit, shares int) (*Limiter, error) {
+// NewLimiter enforces def for every tenant without its own limit, in rates.
+// Each scope is a budget of its own: the API's requests ("api") and the Kafka
+// events ("events") each get the tenant's limit.
+func NewLimiter(scope string, def Limit, rates *fleetrate.Rates) (*Limiter, error) {
 	if err := def.Valid(); err != nil {
 		return nil, fmt.Errorf("default limit: %w", err)
 	}
-	if shares < 1 {
-		return nil, errors.New("shares must be at least 1")
+	if rates == nil {
+		return nil, errors.New("a limiter needs the fleet's rates")
 	}
-	return &Limiter{def: def, shares: shares, own: map[string]Limit{}, buckets: map[string]*bucket{}}, nil
+	return &Limiter{scope: scope, def: def, rates: rates, own: map[string]Limit{}, local: map[string]*bucket{}}, nil
 }
 
-// Load replaces the tenants' own limits; a tenant's bucket changes when its
-// limit does.
+// Load replaces the tenants' own limits.
 func (l *Limiter) Load(own map[string]Limit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.own = own
 }
 
-// share is this process's part of the tenant's limit. l.mu is held.
-func (l *Limiter) share(tenant string) Limit {
+// limit is the tenant's limit and this process's bucket at it.
+func (l *Limiter) limit(tenant string) (Limit, *bucket) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	lim, ok := l.own[tenant]
 	if !ok {
 		lim = l.def
 	}
-	return Limit{Rate: lim.Rate / float64(l.shares), Burst: max(1, lim.Burst/l.shares)}
-}
-
-// bucket is the tenant's bucket, made or remade for its current share. l.mu is held.
-func (l *Limiter) bucket(tenant string) *bucket {
-	want := l.share(tenant)
-	b := l.buckets[tenant]
-	if b == nil || b.limit != want {
-		b = &bucket{limit: want, rl: rate.NewLimiter(rate.Limit(want.Rate), want.Burst)}
-		l.buckets[tenant] = b
+	b := l.local[tenant]
+	if b == nil || b.limit != lim {
+		b = &bucket{limit: lim, rl: rate.NewLimiter(rate.Limit(lim.Rate), lim.Burst)}
+		l.local[tenant] = b
 	}
-	return b
+	return lim, b
 }
 
-// Allow takes one request from the tenant's bucket, if it has one.
-func (l *Limiter) Allow(tenant string) Decision {
-	now := time.Now()
-	l.mu.Lock()
-	b := l.bucket(tenant)
-	l.mu.Unlock()
-	d := Decision{Quota: b.limit.Burst, Window: seconds(float64(b.limit.Burst) / b.limit.Rate)}
-	d.Allowed = b.rl.AllowN(now, 1)
-	tokens := b.rl.TokensAt(now)
-	d.Remaining = max(0, int(math.Floor(tokens)))
-	d.Reset = seconds((float64(b.limit.Burst) - tokens) / b.limit.Rate)
-	if !d.Allowed {
-		d.RetryAfter = max(1, seconds((1-tokens)/b.limit.Rate))
+// budget names the tenant's row in the fleet's rates.
+func (l *Limiter) budget(tenant string) string { return l.scope + ":tenant:" + tenant }
+
+// Allow takes one request from the tenant's budget, if it has one. When the
+// fleet's rates cannot be read the request goes on, with the error: a process
+// that cannot reach its database answers the request unavailable anyway.
+func (l *Limiter) Allow(ctx context.Context, tenant string) (Decision, error) {
+	lim, b := l.limit(tenant)
+	d := Decision{Quota: lim.Burst, Window: seconds(float64(lim.Burst) / lim.Rate)}
+	if now := time.Now(); !b.rl.AllowN(now, 1) {
+		tokens := b.rl.TokensAt(now)
+		d.Reset = seconds((float64(lim.Burst) - tokens) / lim.Rate)
+		d.RetryAfter = max(1, seconds((1-tokens)/lim.Rate))
+		return d, nil
 	}
-	return d
+	f, err := l.rates.Take(ctx, l.budget(tenant), lim)
+	if err != nil {
+		d.Allowed, d.Remaining = true, lim.Burst-1
+		return d, err
+	}
+	d.Allowed, d.Remaining, d.Reset = f.Allowed, f.Remaining, seconds(f.Reset.Seconds())
+	if !f.Allowed {
+		d.RetryAfter = max(1, seconds(f.RetryAfter.Seconds()))
+	}
+	return d, nil
 }
 
-// Wait blocks until the tenant's bucket has a request for it, or ctx ends.
+// horizon is how far ahead a waiting caller takes its request's time.
+const horizon = 2 * time.Second
+
+// Wait blocks until the tenant's budget has a request for it, or ctx ends.
 func (l *Limiter) Wait(ctx context.Context, tenant string) error {
-	l.mu.Lock()
-	b := l.bucket(tenant)
-	l.mu.Unlock()
-	return b.rl.Wait(ctx)
+	lim, _ := l.limit(tenant)
+	return l.rates.Wait(ctx, l.budget(tenant), lim, horizon)
 }
 
 // Refresh loads the tenants' own limits from the store every interval until ctx

@@ -129,10 +129,13 @@ type Server struct {
 	rateLimited  time.Time // 429 until then
 	limited      int       // requests answered 429
 	// requests counts POSTs per idempotency key, answered or not.
-	requests  map[string]int
-	webhooks  Webhooks
-	stats     WebhookStats
-	events    [][]byte // raised so far, oldest first (at most maxEvents)
+	requests map[string]int
+	webhooks Webhooks
+	stats    WebhookStats
+	events   [][]byte // raised so far, oldest first (at most maxEvents)
+	// perSecond counts the API requests that arrived in each second (unix
+	// time), as Stripe's rate limit counts them; the last hour is kept.
+	perSecond map[int64]int
 	closed    chan struct{}
 	closeOnce sync.Once
 }
@@ -142,7 +145,7 @@ func New(logger *slog.Logger, o Options) *Server {
 	if o.KeyTTL <= 0 {
 		o.KeyTTL = 24 * time.Hour
 	}
-	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}, closed: make(chan struct{})}
+	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}, perSecond: map[int64]int{}, closed: make(chan struct{})}
 	s.SetFaults(o.Faults)
 	return s
 }
@@ -174,7 +177,45 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			s.arrived(time.Now())
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// keptSeconds bounds the per-second counts.
+const keptSeconds = 3600
+
+func (s *Server) arrived(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sec := at.Unix()
+	s.perSecond[sec]++
+	if len(s.perSecond) > keptSeconds {
+		for k := range s.perSecond {
+			if k <= sec-keptSeconds {
+				delete(s.perSecond, k)
+			}
+		}
+	}
+}
+
+// MostInWindow is the most API requests that arrived within any window of
+// seconds whole seconds, since from (over the last hour at most).
+func (s *Server) MostInWindow(from time.Time, seconds int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	most := 0
+	for start := from.Unix(); start <= time.Now().Unix(); start++ {
+		n := 0
+		for sec := start; sec < start+int64(seconds); sec++ {
+			n += s.perSecond[sec]
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // SetSearchDelay changes how long new objects stay invisible to search.

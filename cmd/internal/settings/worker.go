@@ -19,17 +19,14 @@ import (
 // Worker is the worker's configuration.
 type Worker struct {
 	config.Common
-	Policy        workflows.Policy
-	Run           worker.RunOptions
-	Kafka         kafkaclient.Cluster
-	EventsTopic   string
-	RequestsTopic string
-	DLQTopic      string
-	Consumer      consumer.Options
-	Payments      provider.Config
-	// PaymentsRate is this worker's share of the provider account's rate limit,
-	// in requests a second, shared fairly between tenants.
-	PaymentsRate   int
+	Policy         workflows.Policy
+	Run            worker.RunOptions
+	Kafka          kafkaclient.Cluster
+	EventsTopic    string
+	RequestsTopic  string
+	DLQTopic       string
+	Consumer       consumer.Options
+	Payments       provider.Config
 	TenantCacheTTL time.Duration
 	Codec          codecauth.Options
 	Reconcile      reconcile.Options
@@ -64,7 +61,6 @@ func LoadWorker(e *config.Env) (Worker, error) {
 		CommitInterval: e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
 	}
 	c.Payments = e.Payments(provider.DefaultTimeout)
-	c.PaymentsRate = e.Count("PAYMENTS_RATE", 90)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	interval, refund := e.Reconcile()
 	c.Reconcile = reconcile.Options{Grace: interval, Overlap: 5 * time.Minute, FirstLookback: time.Hour, RefundOrphans: refund}

@@ -18,7 +18,7 @@ func TestRetentionsAndRatesAreCheckedAtStart(t *testing.T) {
 	env["PAYMENTS_RATE"] = "0"
 	env["ORDERS_RETENTION"] = "4320h"
 	c, err := LoadWorker(config.New(func(k string) string { return env[k] }))
-	if err != nil || c.PaymentsRate != 0 || c.Retentions.Orders.Hours() != 4320 {
+	if err != nil || c.Payments.Rate != 0 || c.Retentions.Orders.Hours() != 4320 {
 		t.Fatalf("valid: %+v, %v", c.Retentions, err)
 	}
 	for k, v := range map[string]string{"EVENTS_RETENTION": "1h", "WEBHOOK_EVENTS_RETENTION": "48h", "ORDERS_RETENTION": "720h",

@@ -218,10 +218,9 @@ type Common struct {
 	// Fairness weighs the tenants' shares of the task queues (FAIRNESS_WEIGHTS).
 	Fairness fairness.Weights
 	// TenantLimit is every tenant's request budget unless it has its own
-	// (TENANT_RATE, TENANT_BURST); this process enforces 1/TenantLimitShares of
-	// each, and reads the tenants' own every TenantLimitsRefresh.
+	// (TENANT_RATE, TENANT_BURST), held across the fleet; every process reads
+	// the tenants' own every TenantLimitsRefresh.
 	TenantLimit         quota.Limit
-	TenantLimitShares   int
 	TenantLimitsRefresh time.Duration
 	ShutdownTimeout     time.Duration
 	LogLevel            string
@@ -245,13 +244,9 @@ func (e *Env) Common() Common {
 	c.Fairness, err = fairness.Parse(e.String("FAIRNESS_WEIGHTS", ""))
 	e.Invalid(err)
 	c.TenantLimit = quota.Limit{Rate: float64(e.Int("TENANT_RATE", 100)), Burst: e.Int("TENANT_BURST", 200)}
-	c.TenantLimitShares = e.Int("TENANT_LIMIT_SHARES", 1)
 	c.TenantLimitsRefresh = e.Duration("TENANT_LIMITS_REFRESH", 30*time.Second)
 	if err := c.TenantLimit.Valid(); err != nil {
 		e.Invalid(fmt.Errorf("TENANT_RATE, TENANT_BURST: %w", err))
-	}
-	if c.TenantLimitShares < 1 {
-		e.Invalid(fmt.Errorf("TENANT_LIMIT_SHARES must be at least 1, not %d", c.TenantLimitShares))
 	}
 	return c
 }
@@ -270,6 +265,7 @@ func (e *Env) Payments(timeout time.Duration) provider.Config {
 	return provider.Config{
 		URL: e.String("PAYMENTS_URL", "http://127.0.0.1:8099"), APIKey: e.String("PAYMENTS_API_KEY", ""),
 		Timeout: e.Duration("PAYMENTS_TIMEOUT", timeout), ReturnURL: e.String("PAYMENTS_RETURN_URL", ""),
+		Rate: e.Count("PAYMENTS_RATE", 90),
 	}
 }
 

@@ -1,0 +1,160 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// The provider account's budget (PAYMENTS_RATE 10 a second) holds whatever the
+// number of workers: two tenants' backlogs of 40 orders each, weighted 2 to 1,
+// run on 1, 3 and 6 workers. The provider never sees more than the budget + 10%
+// in any 5 seconds; the lighter tenant is served during the heavier's backlog
+// (its share is reported: the weights order each process's turns and Temporal's
+// dispatch, not the fleet's, so it varies with the fleet); every order is PAID
+// with one charge.
+func TestChaosProviderBudgetHoldsAcrossTheFleet(t *testing.T) {
+	t.Parallel()
+	const rate, each = 10, 40
+	for _, workers := range []int{1, 3, 6} {
+		t.Run(strconv.Itoa(workers), func(t *testing.T) {
+			r := newRig(t)
+			light := stacktest.Name("tenant")
+			if _, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), light); err != nil {
+				t.Fatal(err)
+			}
+			w := r.writer()
+			defer w.Close()
+			for i := range each {
+				id := fmt.Sprintf("heavy-%d", i)
+				r.produce(t, w, id, []byte(id))
+				id = fmt.Sprintf("light-%d", i)
+				r.produceAs(t, w, light, id, []byte(id))
+			}
+			env := map[string]string{"PAYMENTS_RATE": strconv.Itoa(rate), "FAIRNESS_WEIGHTS": r.tenant + "=2"}
+			began := time.Now()
+			for range workers {
+				r.opsAddr = stacktest.FreeAddr(t)
+				r.startWorker(t, env)
+			}
+			paid := func(tenant string) int {
+				return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, tenant)
+			}
+			stacktest.Eventually(t, 3*time.Minute, "the heavier tenant's orders to be paid", func() bool { return paid(r.tenant) == each })
+			lighter := paid(light)
+			r.ledger(t, fmt.Sprintf("provider budget %d/s over %d workers", rate, workers))
+			stacktest.Eventually(t, 3*time.Minute, "the lighter tenant's orders to be paid", func() bool { return paid(light) == each })
+			for i := range each {
+				if n := len(r.Sim.ChargesForOrder(order.IDFor(order.WorkflowID(light, order.FromEvent, fmt.Sprintf("light-%d", i))))); n != 1 {
+					t.Errorf("light-%d: %d charges", i, n)
+				}
+			}
+			most := r.Sim.MostInWindow(began, 5)
+			summary(t, fmt.Sprintf("%-44s most in 5 s %d (budget %d), lighter paid %d of %d", fmt.Sprintf("provider budget over %d workers", workers), most, 5*rate, lighter, each))
+			if most > 5*rate*11/10 {
+				t.Errorf("the provider saw %d requests within 5 s, over the budget of %d + 10%%", most, 5*rate)
+			}
+			if lighter == 0 || lighter == each {
+				t.Errorf("the lighter tenant had %d orders paid when the heavier had %d: one waited behind the other", lighter, each)
+			}
+		})
+	}
+}
+
+// A tenant's budget (TENANT_RATE 20, TENANT_BURST 20) holds across 1, 3 and 6
+// API processes, with nothing set per replica: 16 clients send its requests
+// round-robin to the processes for 8 seconds, and past the burst the processes
+// together admit 20 a second (within 10%); every 429 carries Retry-After and
+// the RateLimit fields; another tenant's requests meanwhile are all answered.
+func TestChaosTenantBudgetHoldsAcrossAPIProcesses(t *testing.T) {
+	t.Parallel()
+	const rate, burst = 20, 20
+	for _, apis := range []int{1, 3, 6} {
+		t.Run(strconv.Itoa(apis), func(t *testing.T) {
+			r := newRig(t)
+			r.apiEnv = map[string]string{"TENANT_RATE": strconv.Itoa(rate), "TENANT_BURST": strconv.Itoa(burst)}
+			other, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), stacktest.Name("tenant"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range apis {
+				addr := stacktest.FreeAddr(t)
+				r.startAPIOn(t, addr, stacktest.FreeAddr(t), "0s")
+				r.fleetAPIs = append(r.fleetAPIs, addr)
+			}
+			var quiet, quietRefused int
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				quiet, _, quietRefused = r.hammer(t, other, 1, 8*time.Second, 0, 200*time.Millisecond)
+			}()
+			admitted, late, refused := r.hammer(t, r.apiKey, 16, 8*time.Second, 2*time.Second, 0)
+			<-done
+			perSecond := float64(late) / 6
+			summary(t, fmt.Sprintf("%-44s admitted %d (%.1f/s past the burst), refused %d", fmt.Sprintf("tenant budget %d/s over %d API processes", rate, apis), admitted, perSecond, refused))
+			if perSecond < rate*0.9 || perSecond > rate*1.1 {
+				t.Errorf("%.1f admitted a second past the burst across %d processes, want %d within 10%%", perSecond, apis, rate)
+			}
+			if quietRefused > 0 || quiet == 0 {
+				t.Errorf("another tenant: %d admitted, %d refused", quiet, quietRefused)
+			}
+		})
+	}
+}
+
+// hammer sends GET /v1/orders with key from clients at once, each pausing gap
+// between requests, round-robin over the rig's API processes, for d; it returns
+// the requests admitted, those admitted after skip, and those refused 429 (each
+// checked for its fields).
+func (r *rig) hammer(t *testing.T, key string, clients int, d, skip, gap time.Duration) (admitted, late, refused int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for time.Since(began) < d {
+				addr := r.fleetAPIs[r.next.Add(1)%int64(len(r.fleetAPIs))]
+				req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/orders?limit=1", nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Errorf("GET: %v", err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				switch resp.StatusCode {
+				case http.StatusOK:
+					admitted++
+					if time.Since(began) >= skip {
+						late++
+					}
+				case http.StatusTooManyRequests:
+					refused++
+					if resp.Header.Get("Retry-After") == "" || resp.Header.Get("RateLimit") == "" || resp.Header.Get("RateLimit-Policy") == "" {
+						t.Errorf("a 429 without Retry-After or the RateLimit fields: %v", resp.Header)
+					}
+				default:
+					t.Errorf("GET: %d", resp.StatusCode)
+				}
+				mu.Unlock()
+				time.Sleep(gap)
+			}
+		})
+	}
+	wg.Wait()
+	return admitted, late, refused
+}

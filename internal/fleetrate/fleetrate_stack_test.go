@@ -1,0 +1,88 @@
+package fleetrate_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/fleetrate"
+	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// Six processes (pools of their own), four callers each, wait on one budget of
+// 40 a second with a burst of 4 for three seconds: no one-second window admits
+// more than 40 + 4, and the budget is used (at least 90% of it).
+func TestWaitHoldsOneRateAcrossProcesses(t *testing.T) {
+	stacktest.Pool(t) // migrated
+	env := stacktest.Env(t)
+	name, lim := stacktest.Name("budget"), fleetrate.Limit{Rate: 40, Burst: 4}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var admitted []time.Time
+	var wg sync.WaitGroup
+	for range 6 {
+		pool, err := database.Open(context.Background(), env["DATABASE_URL"], 4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		rates := fleetrate.New(pool)
+		for range 4 {
+			wg.Go(func() {
+				for rates.Wait(ctx, name, lim, time.Second) == nil {
+					mu.Lock()
+					admitted = append(admitted, time.Now())
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	slices.SortFunc(admitted, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, at := range admitted {
+		j, _ := slices.BinarySearchFunc(admitted, at.Add(time.Second), func(a, b time.Time) int { return a.Compare(b) })
+		most = max(most, j-i)
+	}
+	t.Logf("%d admitted in 3 s; at most %d in any second", len(admitted), most)
+	if most > 44 {
+		t.Errorf("%d admitted within one second, over 40 + 4", most)
+	}
+	if len(admitted) < 108 {
+		t.Errorf("%d admitted in 3 s, want at least 90%% of 120", len(admitted))
+	}
+}
+
+// Take admits the burst, then refuses with the time until the next request,
+// counting down what remains; Wait and Take share the budget.
+func TestTakeRefusesPastTheBurst(t *testing.T) {
+	rates := fleetrate.New(stacktest.Pool(t))
+	ctx := context.Background()
+	name, lim := stacktest.Name("budget"), fleetrate.Limit{Rate: 1, Burst: 5}
+	var allowed []int
+	for range 8 {
+		d, err := rates.Take(ctx, name, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			allowed = append(allowed, d.Remaining)
+			continue
+		}
+		if d.RetryAfter <= 0 || d.RetryAfter > time.Second || d.Reset < 4*time.Second || d.Reset > 5*time.Second {
+			t.Errorf("refused with RetryAfter %s, Reset %s; want (0, 1s] and about 5s", d.RetryAfter, d.Reset)
+		}
+	}
+	if !slices.Equal(allowed, []int{4, 3, 2, 1, 0}) {
+		t.Errorf("allowed with remaining %v, want [4 3 2 1 0]", allowed)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := rates.Wait(short, name, lim, 10*time.Second); err == nil {
+		t.Error("Wait went through a budget Take had emptied")
+	}
+}
