@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"log/slog"
 	"net/http"
 
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
@@ -53,6 +53,7 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		Logger:       logger,
 		Registry:     reg,
 		Keys:         apikeys.New(base.Pool, c.KeyCacheTTL),
+		Proxies:      c.Proxies,
 		Intake:       orders,
 		Refunds:      refunds.NewService(refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()), orders),
 		Quota:        limits,

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/refunds"

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"log/slog"
 	"net/http"
 
+	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/internal/fleetrate"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/redact"
 	"github.com/stripe/stripe-go/v82"
+
+	"github.com/orderflow/orderflow/internal/redact"
 )
 
 // APIVersion is the Stripe API version every request is pinned to (stripe-go sends

@@ -1,10 +1,10 @@
 package settings
 
 import (
-	"github.com/orderflow/orderflow/internal/platform/config"
 	"strings"
 	"testing"
 
+	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/testkit"
 )
 

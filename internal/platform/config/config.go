@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/quota"
-	"go.temporal.io/sdk/client"
 )
 
 // Env reads settings from a getenv function (os.Getenv in mains, a map in tests).
