@@ -3,7 +3,7 @@ package settings
 // meanings says what each variable is for: docs/configuration.md's last column.
 // Table refuses a variable read without one, and one here that nothing reads.
 func meanings() map[string]string {
-	return map[string]string{
+	return map[string]string{ //nolint:gosec // G101: variables' names and what they are for, no credentials
 		"DATABASE_URL":                           "PostgreSQL URL (secret: it holds the password)",
 		"DB_MAX_CONNS":                           "pool size",
 		"TEMPORAL_CONFIG_FILE":                   "Temporal's client configuration file; its profile is read under the variables below. All `TEMPORAL_*` are read by the SDK's `contrib/envconfig`, as the `temporal` CLI reads them (not `TEMPORAL_GRPC_META_*`, nor `TEMPORAL_CODEC_*`: these processes encrypt with `PAYLOAD_KEYS`)",
