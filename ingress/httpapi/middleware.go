@@ -135,7 +135,7 @@ func recoverer(logger *slog.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
 				if v := recover(); v != nil {
-					if v == http.ErrAbortHandler {
+					if v == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http compares it
 						panic(v)
 					}
 					logger.ErrorContext(r.Context(), "panic", "request_id", middleware.GetReqID(r.Context()), "panic", v)
