@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -161,7 +160,7 @@ func tenantOf(ctx context.Context) string {
 }
 
 // authenticate resolves `Authorization: Bearer <key>` to the key's tenant.
-func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Handler {
+func authenticate(keys KeyStore, proxies Proxies, logger *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -170,8 +169,7 @@ func authenticate(keys KeyStore, logger *slog.Logger) func(http.Handler) http.Ha
 				writeProblem(w, r, newProblem(kindUnauthorized, "send Authorization: Bearer <api key>"))
 				return
 			}
-			client, _, _ := net.SplitHostPort(r.RemoteAddr)
-			tenant, err := keys.Tenant(apikeys.WithClient(r.Context(), client), strings.TrimSpace(token))
+			tenant, err := keys.Tenant(apikeys.WithClient(r.Context(), proxies.ClientAddr(r)), strings.TrimSpace(token))
 			if err != nil {
 				if !errors.Is(err, apikeys.ErrUnauthorized) {
 					if !errors.Is(err, apikeys.ErrBusy) { // a flood of made-up keys is not an error of ours

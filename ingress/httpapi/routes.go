@@ -52,7 +52,11 @@ type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
 	Keys     KeyStore
-	Intake   Intake
+	// Proxies are the proxies whose X-Forwarded-For or Forwarded names the
+	// client (TRUSTED_PROXIES): each client address has its own bound on
+	// unknown API keys (apikeys.WithClient).
+	Proxies Proxies
+	Intake  Intake
 	// Quota refuses a tenant's requests over its budget (nil: no budget).
 	Quota        Quota
 	MaxBodyBytes int64
@@ -95,7 +99,7 @@ func NewServer(d Deps) http.Handler {
 		r.Post("/webhooks/stripe", d.Webhooks.ServeHTTP)
 	}
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(authenticate(d.Keys, d.Logger))
+		r.Use(authenticate(d.Keys, d.Proxies, d.Logger))
 		if d.Quota != nil {
 			r.Use(limit(d.Quota, m))
 		}

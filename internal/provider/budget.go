@@ -164,11 +164,12 @@ func (b *budget) remove(tenant string, granted chan struct{}) {
 
 // AccountPace is the provider account's budget (c.Rate), held across the fleet
 // in rates, one request at a time (Stripe counts requests a second); nil for
-// none. The account is its address and key, named by a digest: never the key.
+// none. The budget is named by the provider's address: the API's restricted
+// read key and the workers' key are one account, and one limit.
 func AccountPace(rates *fleetrate.Rates, c Config) Pace {
 	if c.Rate <= 0 {
 		return nil
 	}
-	sum := sha256.Sum256([]byte(c.URL + "\x00" + c.APIKey))
+	sum := sha256.Sum256([]byte(c.URL))
 	return rates.Pace("provider:"+hex.EncodeToString(sum[:8]), fleetrate.Limit{Rate: float64(c.Rate), Burst: 1}, time.Second)
 }

@@ -26,6 +26,8 @@ type API struct {
 	ReplayBytes    int
 	MaxBodyBytes   int
 	KeyCacheTTL    time.Duration
+	// Proxies are the proxies trusted to name the client (TRUSTED_PROXIES).
+	Proxies httpapi.Proxies
 	// Payments reads intents: for webhooks and the next action of an order that
 	// waits on its customer.
 	Payments       provider.Config
@@ -41,6 +43,9 @@ func LoadAPI(e *config.Env) (API, error) {
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
+	var err error
+	c.Proxies, err = httpapi.ParseProxies(e.List("TRUSTED_PROXIES", ""))
+	e.Invalid(err)
 	c.ProblemBase = e.String("PROBLEM_BASE_URL", httpapi.DefaultProblemBase)
 	if u, err := url.Parse(c.ProblemBase); err != nil || !u.IsAbs() || u.Host == "" || !strings.HasSuffix(c.ProblemBase, "/") && !strings.HasSuffix(c.ProblemBase, "#") {
 		e.Invalid(fmt.Errorf("PROBLEM_BASE_URL=%q: want an absolute URL ending in / or #", c.ProblemBase))

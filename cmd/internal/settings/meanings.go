@@ -36,6 +36,7 @@ func meanings() map[string]string {
 		"IDEMPOTENCY_TTL":                        "how long an Idempotency-Key and its response are kept (beyond Temporal's retention; 24h at least); each answer says until when (`Idempotency-Key-Expires`), and after it the order the key made answers ([retention](retention.md))",
 		"REPLAY_CACHE_BYTES":                     "memory of the in-process cache of completed responses (keys, fingerprints, bodies, 256 bytes of overhead each), oldest out first; Postgres answers what it does not hold",
 		"MAX_BODY_BYTES":                         "larger bodies get 413",
+		"TRUSTED_PROXIES":                        "the proxies in front of the API (addresses or CIDR ranges, comma-separated: the ingress controller's pods, a load balancer) whose X-Forwarded-For or Forwarded names the client; each client address then has its own bound on unknown API keys. Empty: the connection's peer is the client",
 		"API_KEY_CACHE_TTL":                      "how long what Postgres said of an API key id (its hash and tenant, or that it does not exist) is trusted: a revoked key is refused within it. Ids not known yet are looked up together, one query per 250 ms (more than 1,000 waiting: 503)",
 		"PAYMENTS_URL":                           "payment provider (the sandbox locally)",
 		"PAYMENTS_API_KEY":                       "Stripe secret key (`sk_…`, secret), sent by stripe-go; the API only reads PaymentIntents, so give it a restricted key (`rk_…`): the manifests pass it the Secret's `PAYMENTS_READ_KEY`",

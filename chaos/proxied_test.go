@@ -1,0 +1,118 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/stacktest"
+)
+
+// ingressProxy stands for the ingress controller in front of the API: it sends
+// each request to the API process pick names and appends the client's address
+// to X-Forwarded-For, as nginx and Envoy do.
+func ingressProxy(t *testing.T, pick func() string) *httptest.Server {
+	px := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(&url.URL{Scheme: "http", Host: pick()})
+		pr.SetXForwarded()
+	}, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	srv := httptest.NewServer(px)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// from is an HTTP client whose connections come from the loopback address ip.
+func from(ip string, conns int) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext,
+		MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+}
+
+// Behind a proxy that every client reaches the API through (TRUSTED_PROXIES
+// names it), one client (127.0.0.2) floods two API processes with made-up keys
+// over 2,000 connections. During the flood a tenant's key is created and a
+// third API process started; the key's first request, from another client
+// (127.0.0.3), through the proxy to the new process, is answered 200. Before,
+// every request came from the proxy's address and shared its bound on unknown
+// keys, and the new key was refused with 503.
+func TestChaosAnonymousFloodBehindAProxyNeverLocksANewKeyOut(t *testing.T) {
+	const conns, d = 2000, 15 * time.Second
+	r := newRig(t)
+	r.apiEnv = map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}
+	var mu sync.Mutex
+	var apis []string
+	for range 2 {
+		addr := stacktest.FreeAddr(t)
+		r.startAPIOn(t, addr, stacktest.FreeAddr(t), "0s")
+		apis = append(apis, addr)
+	}
+	var turn int
+	flooded := ingressProxy(t, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		turn++
+		return apis[turn%len(apis)]
+	})
+	stop := time.Now().Add(d)
+	flood := from("127.0.0.2", conns)
+	var sent, busy atomic.Int64
+	var wg sync.WaitGroup
+	for c := range conns {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				req, _ := http.NewRequest(http.MethodGet, flooded.URL+"/v1/orders", nil)
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer of_%06x%06x_madeup", c, i&0xffffff))
+				resp, err := flood.Do(req)
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				sent.Add(1)
+				if resp.StatusCode == http.StatusServiceUnavailable {
+					busy.Add(1)
+				}
+			}
+		})
+	}
+	stacktest.Eventually(t, 10*time.Second, "the flood to fill the lookups", func() bool { return busy.Load() > 0 })
+	tenant := stacktest.Name("tenant")
+	key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := stacktest.FreeAddr(t)
+	r.startAPIOn(t, fresh, stacktest.FreeAddr(t), "0s")
+	mu.Lock()
+	apis = append(apis, fresh) // the flood reaches it too
+	mu.Unlock()
+	toFresh := ingressProxy(t, func() string { return fresh })
+	req, _ := http.NewRequest(http.MethodGet, toFresh.URL+"/v1/orders?limit=1", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := from("127.0.0.3", 1).Do(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+		resp.Body.Close()
+	}
+	wg.Wait()
+	summary(t, fmt.Sprintf("%-44s made-up keys=%d busy=%d new key's first request=%d", "anonymous flood behind a proxy", sent.Load(), busy.Load(), status))
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("the new key's first request on a fresh API process during the flood: %d, %v; want 200", status, err)
+	}
+	if sent.Load() < conns {
+		t.Fatalf("only %d made-up keys sent: the flood was not caused", sent.Load())
+	}
+}
