@@ -1,3 +1,5 @@
+//go:build stack
+
 package worker_test
 
 import (

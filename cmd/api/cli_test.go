@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/orderflow/orderflow/internal/platform/version"
-	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
 // The command line is read before any configuration: help and version need no
@@ -39,24 +38,5 @@ func TestCommandLine(t *testing.T) {
 		if code != row.code || !strings.Contains(out.String(), row.out) || strings.Contains(out.String(), row.noOut) {
 			t.Errorf("api %s: exit %d, want %d; output:\n%s", row.args, code, row.code, out.String())
 		}
-	}
-}
-
-// A second tenant's key is made with DATABASE_URL alone, as a new user would.
-func TestKeysCreateNeedsOnlyTheDatabase(t *testing.T) {
-	env := stacktest.Env(t)
-	stacktest.Pool(t) // migrated
-	var out bytes.Buffer
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return env[k]
-		}
-		return ""
-	}
-	if code := app(getenv, &out, &out).Run(context.Background(), []string{"keys", "create", "--tenant", stacktest.Name("second")}); code != 0 {
-		t.Fatalf("exit %d: %s", code, out.String())
-	}
-	if !strings.HasPrefix(out.String(), "ofk_") && len(strings.TrimSpace(out.String())) < 20 {
-		t.Fatalf("no key printed: %q", out.String())
 	}
 }

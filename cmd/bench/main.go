@@ -122,6 +122,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, false) }, false, false},
 		{"10", b.growth, false, false},
 		{"11", b.refunds, false, false},
+		{"12", one(b.fleetBudget), false, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
@@ -357,6 +358,14 @@ func figures(rs []Result) []Figure {
 	if ok2 && ok3 {
 		out = append(out, Figure{Name: "B's p99 ms during A's flood, fair task queues (vs without)", Value: fairDuring.P99ms,
 			Baseline: unfairDuring.P99ms, Ratio: math.Round(100*fairDuring.P99ms/unfairDuring.P99ms) / 100, Target: "-", Met: true})
+	}
+	if take, ok := find(rs, "12. "); ok {
+		cost := take.CPUPerOp["load generator"] + take.CPUPerOp["postgres"]
+		for _, p := range []struct{ prefix, name string }{{"2. ", "a POST's"}, {"3. ", "a replayed POST's"}} {
+			if post, ok := find(rs, p.prefix); ok {
+				ratioOf("CPU ms of the fleet budget per request (vs "+p.name+" API + PostgreSQL)", cost, post.CPUPerOp["api"]+post.CPUPerOp["postgres"], 1, "-")
+			}
+		}
 	}
 	fairA, ok1 := find(rs, "9c. ")
 	unfairA, ok2 := find(rs, "9f. ")

@@ -1,3 +1,5 @@
+//go:build stack
+
 package consumer_test
 
 import (

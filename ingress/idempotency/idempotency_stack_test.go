@@ -1,3 +1,5 @@
+//go:build stack
+
 package idempotency_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build stack
+
 package intake_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build stack
+
 package apikeys_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build stack
+
 package ledger_test
 
 import (

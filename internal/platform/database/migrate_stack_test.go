@@ -1,3 +1,5 @@
+//go:build stack
+
 package database_test
 
 import (
