@@ -7,7 +7,7 @@ STACK := $(CURDIR)/.stack
 # cluster (see scripts/stack). make run always runs dev; make test runs both.
 PROFILE ?= dev
 
-.PHONY: run test chaos unit stack-up stack-down vet bench image
+.PHONY: run test chaos unit stack-up stack-down vet lint bench image
 
 ## run: start the local stack and the whole service in the foreground (Ctrl-C stops it)
 run:
@@ -15,7 +15,8 @@ run:
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
-## test: start the local stack (dev profile); Schemathesis against the running API;
+## test: vet and lint first (fail fast); then start the local stack (dev profile);
+## Schemathesis against the running API;
 ## every Go test, with the race detector but for deploy/ (manifests and alert
 ## rules rendered in one goroutine; stack tests required), the client's module
 ## and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
@@ -23,7 +24,7 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## six at a time; then the cluster profile (its tools built while the dev
 ## profile's tests run) and the fleet test, the flood and the failover to a
 ## replica on it
-test: vet
+test: vet lint
 	ORDERFLOW_STACK_PROFILE=dev scripts/stack up
 	@rm -f $(STACK)/chaos-summary.txt
 	scripts/schemathesis
@@ -50,6 +51,11 @@ unit:
 	$(GO) test -count=1 ./...
 	cd client && $(GO) test -count=1 ./...
 	cd third_party/kafka-go && $(GO) test -count=1 ./...
+
+## lint: shellcheck on scripts/, golangci-lint (.golangci.yml) on the module and
+## client/, then govulncheck; tools pinned and cached in ~/.cache/orderflow
+lint:
+	scripts/lint
 
 ## vet: gofmt (but for the kafka-go fork, kept as upstream wrote it), go vet of
 ## every module, and the fork's check: exactly upstream plus its patch

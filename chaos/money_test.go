@@ -49,7 +49,7 @@ func (r *rig) forgetWorkflow(t *testing.T, wf string) {
 	ctx := context.Background()
 	asked := time.Time{}
 	stacktest.Eventually(t, 3*time.Minute, "Temporal to forget the workflow", func() bool {
-		_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+		_, err := r.Temporal.DescribeWorkflow(ctx, wf, "")
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return true
@@ -101,7 +101,7 @@ func TestChaosResentAfterEveryoneElseForgot(t *testing.T) {
 	status, again := r.postOrder(t, key)
 	time.Sleep(3 * time.Second) // would a new run charge?
 	charges := len(r.Sim.ChargesForOrder(order.IDFor(wf)))
-	_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+	_, err := r.Temporal.DescribeWorkflow(ctx, wf, "")
 	var nf *serviceerror.NotFound
 	t.Logf("resent POST: %d with order %s (first %s); charges %d; a new run started: %v", status, again, first, charges, !errors.As(err, &nf))
 	if status != 202 || again != first || charges != 1 || !errors.As(err, &nf) {

@@ -36,7 +36,8 @@ func (r *rig) snapshot(t *testing.T) string {
 // last commits, leaves. The whole database goes back, so the row runs alone.
 func (r *rig) restore(t *testing.T, file string) {
 	t.Helper()
-	tables, err := pgx.CollectRows(r.query(t, `SELECT quote_ident(tablename) FROM pg_tables
+	tables, err := pgx.CollectRows(r.query(t, //nolint:rowserrcheck // CollectRows checks rows.Err
+		`SELECT quote_ident(tablename) FROM pg_tables
 		WHERE schemaname = 'public' AND tablename <> 'goose_db_version'`), pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +55,8 @@ func (r *rig) restore(t *testing.T, file string) {
 
 func (r *rig) query(t *testing.T, sql string, args ...any) pgx.Rows {
 	t.Helper()
-	rows, err := r.Pool.Query(context.Background(), sql, args...)
+	rows, err := r.Pool.Query(context.Background(), sql, args...) //nolint:rowserrcheck // the caller reads the rows, and their error
+
 	if err != nil {
 		t.Fatal(err)
 	}

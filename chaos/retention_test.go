@@ -73,7 +73,7 @@ func TestChaosRetriesAtTheEdgesOfAKeysRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, again, replayed, expires := r.retry(t, key, orderJSON)
-	if status != http.StatusAccepted || again != first || !replayed || expires.Sub(time.Now()) > 3*time.Second {
+	if status != http.StatusAccepted || again != first || !replayed || time.Until(expires) > 3*time.Second {
 		t.Fatalf("retry %.1f s before the key expires: %d %s replayed=%v expires %s; want 202 %s, a replay, expiring now",
 			left, status, again, replayed, expires, first)
 	}
@@ -133,7 +133,7 @@ func TestChaosEventRedeliveredAfterTheEventLogForgotIt(t *testing.T) {
 	r.atEnd(t)
 	time.Sleep(2 * time.Second) // would a new run charge?
 	charges := len(r.Sim.ChargesForOrder(order.IDFor(wf)))
-	_, err := r.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+	_, err := r.Temporal.DescribeWorkflow(ctx, wf, "")
 	var nf *serviceerror.NotFound
 	if charges != 1 || !errors.As(err, &nf) {
 		t.Fatalf("redelivered after the event log, Temporal and the provider forgot it: %d charges, a new run: %v; want 1 and none",

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/orderflow/orderflow/client"
 	"net/http"
 	"os"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/activities"
+	"github.com/orderflow/orderflow/client"
 	"github.com/orderflow/orderflow/contracts"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
@@ -292,6 +292,9 @@ func (r *rig) diagnose(t *testing.T) {
 			t.Logf("orders %s: %d", st, n)
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Logf("orders: %v", err)
+		}
 	}
 	t.Logf("processed events: %d; committed offsets: %d; worker /readyz: %d",
 		r.count(t, `SELECT count(*) FROM processed_events WHERE consumer_group = $1`, r.group), r.committed(t), status(t, "http://"+r.opsAddr+"/readyz"))
@@ -342,6 +345,9 @@ func (r *rig) payments(t *testing.T) (balanced, pending int) {
 			t.Errorf("an order %s nets %d in the payments ledger, want %d", st, net, want)
 		}
 		pending += p
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return balanced, pending
 }

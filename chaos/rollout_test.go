@@ -191,11 +191,11 @@ func TestRolloutOrdersFinishOnTheFrozenWorkflow(t *testing.T) {
 // workflowType is the type of the workflow's first run.
 func (r *rig) workflowType(t *testing.T, workflowID string) string {
 	t.Helper()
-	d, err := r.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+	d, err := r.Temporal.DescribeWorkflow(context.Background(), workflowID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.GetWorkflowExecutionInfo().GetType().GetName()
+	return d.RawResponse.GetWorkflowExecutionInfo().GetType().GetName()
 }
 
 // cancel asks the API to cancel one of the rig's orders and returns the status.

@@ -58,7 +58,7 @@ func TestFleetSecuredProfileRefuses(t *testing.T) {
 				t.Fatalf("%s: a workflow was started", name)
 			}
 		}
-		if _, err := stacktest.Temporal(t).DescribeWorkflowExecution(ctx, id, ""); err == nil {
+		if _, err := stacktest.Temporal(t).DescribeWorkflow(ctx, id, ""); err == nil {
 			t.Fatal("the refused start made a workflow")
 		}
 	})

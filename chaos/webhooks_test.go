@@ -138,6 +138,9 @@ func (r *rig) webhookOutcomes(t *testing.T, intentID string) (outcomes []string,
 		}
 		outcomes, deliveries = append(outcomes, o), deliveries+n
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return outcomes, deliveries
 }
 

@@ -283,10 +283,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr h
 // exponential from MinBackoff with full jitter.
 func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
-		return retryAfter + rand.N(retryAfter/4+1)
+		return retryAfter + rand.N(retryAfter/4+1) //nolint:gosec // jitter, not a secret
 	}
 	ceiling := min(c.o.MaxBackoff, c.o.MinBackoff<<min(attempt-1, 20))
-	return c.o.MinBackoff/2 + rand.N(ceiling-c.o.MinBackoff/2+1)
+	return c.o.MinBackoff/2 + rand.N(ceiling-c.o.MinBackoff/2+1) //nolint:gosec // jitter, not a secret
 }
 
 // once sends one request; an answer other than 2xx is a *Problem, a transport

@@ -311,7 +311,10 @@ func TestAllRefundsWalksAnOrdersRefunds(t *testing.T) {
 
 	pg = pager{}
 	c = pg.start(t, "/v1/orders/ord_1/refunds", pages)
-	for range c.AllRefunds(context.Background(), "ord_1", RefundListParams{}) {
+	for _, err := range c.AllRefunds(context.Background(), "ord_1", RefundListParams{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		break
 	}
 	if len(pg.requests()) != 1 {

@@ -162,7 +162,7 @@ func selectsSome(t *testing.T, p parser.Parser, alert, expr string, series []str
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
-		if slices.Contains(names, lbls.Get(labels.MetricName)) {
+		if slices.Contains(names, lbls.Get(model.MetricNameLabel)) {
 			return true
 		}
 	}
