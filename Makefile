@@ -15,7 +15,7 @@ run:
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
-## test: vet and lint first (fail fast); then start the local stack (dev profile);
+## test: vet; lint while the local stack (dev profile) starts, stopping there if it fails;
 ## Schemathesis against the running API;
 ## every Go test, with the race detector but for deploy/ (manifests and alert
 ## rules rendered in one goroutine; stack tests required), the client's module
@@ -24,8 +24,11 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## six at a time; then the cluster profile (its tools built while the dev
 ## profile's tests run) and the fleet test, the flood and the failover to a
 ## replica on it
-test: vet lint
-	ORDERFLOW_STACK_PROFILE=dev scripts/stack up
+test: vet
+	@mkdir -p $(STACK); scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
+	  ORDERFLOW_STACK_PROFILE=dev scripts/stack up; up=$$?; \
+	  wait $$lint; l=$$?; grep '^\[lint\]' $(STACK)/lint.log; \
+	  if [ $$l -ne 0 ]; then cat $(STACK)/lint.log; echo "make lint failed (above)" >&2; exit 1; fi; exit $$up
 	@rm -f $(STACK)/chaos-summary.txt
 	scripts/schemathesis
 	{ ORDERFLOW_STACK_PROFILE=cluster scripts/stack build >$(STACK)/cluster-build.log 2>&1 & cb=$$!; \
