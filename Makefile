@@ -21,7 +21,7 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## rules rendered in one goroutine; stack tests required), the client's module
 ## and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
 ## the rows that restart the stack's servers or measure a flood, then the rest
-## six at a time; then the cluster profile (its tools built while the dev
+## four at a time; then the cluster profile (its tools built while the dev
 ## profile's tests run) and the fleet test, the flood and the failover to a
 ## replica on it
 test: vet
@@ -36,7 +36,7 @@ test: vet
 	  (cd client && $(GO) test -race -count=1 -v ./...); e=$$?; \
 	  (cd third_party/kafka-go && $(GO) test -race -count=1 -v ./...); k=$$?; \
 	  $(TEST_ENV) $(GO) test -tags stack -count=1 -v -timeout 10m ./deploy/...; d=$$?; \
-	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 6 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
+	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
 	  wait $$cb || cat $(STACK)/cluster-build.log; \
 	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
 	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
@@ -46,7 +46,7 @@ test: vet
 ## chaos: only the fault suite
 chaos: stack-up
 	@rm -f $(STACK)/chaos-summary.txt
-	$(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 6 -count=1 -v -timeout 30m ./chaos/ 2>&1 | scripts/test-summary
+	$(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m ./chaos/ 2>&1 | scripts/test-summary
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt
 
 ## unit: tests that need no stack (those that do are behind the build tag stack)

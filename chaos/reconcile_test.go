@@ -42,7 +42,9 @@ const reconcileEvery = 3 * time.Second
 
 // newReconciler is a reconciler of the rig's orders against its sandbox.
 func (r *rig) newReconciler() *reconcile.Reconciler {
-	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 5 * time.Second}, nil)
+	// The audit pages through every charge of the sandbox, which shares the test
+	// process with the other rows' sandboxes: a generous timeout.
+	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 30 * time.Second}, nil)
 	dc, _ := payloadcodec.Converters(r.Codec)
 	return reconcile.New(worker.NewEngine(r.Temporal, dc, r.Env["TEMPORAL_NAMESPACE"], r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
 		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),

@@ -49,7 +49,7 @@ func (r *rig) javaProducer(t *testing.T, mode, partitions string, count int) {
 // an empty partition has nothing to commit.
 func (r *rig) atEnd(t *testing.T) {
 	t.Helper()
-	stacktest.Eventually(t, 30*time.Second, "the group's offsets to reach each partition's end", func() bool {
+	stacktest.Eventually(t, 90*time.Second, "the group's offsets to reach each partition's end", func() bool {
 		committed := r.offsets(t)
 		for p := range 4 {
 			end, err := kafkaclient.EndOffset(context.Background(), r.Kafka, r.requests, p)

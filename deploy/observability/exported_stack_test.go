@@ -44,6 +44,8 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 	stacktest.Start(t, stacktest.Binary(t, "cmd/api"), testkit.Connections(h.Env, map[string]string{
 		"TASK_QUEUE": h.Queue, "API_ADDR": apiAddr, "OPS_ADDR": apiOps, "DRAIN_DELAY": "0s",
 		"PAYMENTS_URL": h.SimURL, "PAYMENTS_WEBHOOK_SECRETS": "whsec_exported",
+		// A budget the test spends, so that a 429 is counted (by tenant).
+		"TENANT_RATE": "1", "TENANT_BURST": "4",
 	}))
 	for _, u := range []string{"http://" + workerOps + "/readyz", "http://" + apiOps + "/readyz"} {
 		stacktest.Eventually(t, 30*time.Second, u, func() bool { return get(u) == http.StatusOK })
@@ -53,6 +55,17 @@ func TestEveryNamedMetricIsExported(t *testing.T) {
 		if code := post(t, "http://"+apiAddr+"/v1/orders", key, "k1", b); code != []int{202, 202, 422}[i] {
 			t.Fatalf("POST %d: %d", i, code)
 		}
+	}
+	// Requests past the tenant's budget: refused, and counted.
+	refused := false
+	for range 20 {
+		if get429(t, "http://"+apiAddr+"/v1/orders", key) {
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		t.Fatal("20 requests at once were all within a budget of 1 a second, burst 4")
 	}
 	// A delivery whose signature is not ours: refused, and counted.
 	if code := post(t, "http://"+apiAddr+"/webhooks/stripe", "", "", `{"id":"evt_1"}`); code != http.StatusBadRequest {
@@ -165,4 +178,20 @@ func post(t *testing.T, url, apiKey, key, body string) int {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// get429 sends GET url with the API key and reports whether it was refused 429.
+func get429(t *testing.T, url, apiKey string) bool {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusTooManyRequests
 }

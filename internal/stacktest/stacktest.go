@@ -188,7 +188,7 @@ func Logger(tb testing.TB) *slog.Logger {
 // Topic creates a topic with a unique name and the given partitions.
 func Topic(tb testing.TB, partitions int) string {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	topic, err := testkit.Topic(ctx, Env(tb), "test", partitions)
 	if err != nil {

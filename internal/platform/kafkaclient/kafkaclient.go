@@ -215,19 +215,23 @@ func CreateTopic(ctx context.Context, c Cluster, topic string, partitions, repli
 	}); err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	// A busy broker (many topics created at once) takes a while to elect leaders.
+	deadline := time.Now().Add(leaderWait)
 	for p := 0; p < partitions; {
 		if _, err := EndOffset(ctx, c, topic, p); err == nil {
 			p++
 			continue
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("topic %s: partition %d has no leader after 15s", topic, p)
+			return fmt.Errorf("topic %s: partition %d has no leader after %s", topic, p, leaderWait)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
 }
+
+// leaderWait bounds how long a new topic's partitions may go without a leader.
+const leaderWait = time.Minute
 
 // Partitions returns how many partitions topic has; 0 when it does not exist. It
 // reads every topic's partitions: asked for one topic that does not exist, a
