@@ -96,7 +96,7 @@ func (r *Rates) Wait(ctx context.Context, name string, l Limit, horizon time.Dur
 		var wait time.Duration
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			wait = horizon / 2 // every time within the horizon is taken
+			wait = max(horizon/2, l.interval()) // every time within the horizon is taken
 		case err != nil:
 			return fmt.Errorf("budget %s: %w", name, err)
 		default:

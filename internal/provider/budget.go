@@ -120,13 +120,23 @@ func (b *budget) dispatch() {
 			if idle {
 				break
 			}
-			if err := b.pace.Wait(context.Background()); err != nil {
+			if err := b.waitPace(); err != nil {
 				time.Sleep(paceRetry)
 				continue
 			}
 			b.grant()
 		}
 	}
+}
+
+// paceTimeout bounds one wait on the pace, so that a database that stops
+// answering holds the turns for a while, not forever.
+const paceTimeout = 10 * time.Second
+
+func (b *budget) waitPace() error {
+	ctx, cancel := context.WithTimeout(context.Background(), paceTimeout)
+	defer cancel()
+	return b.pace.Wait(ctx)
 }
 
 // grant gives one turn to the first waiter of the tenant with the lowest pass.
