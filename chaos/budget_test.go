@@ -21,9 +21,10 @@ import (
 // number of workers: two tenants' backlogs of 40 orders each, weighted 2 to 1,
 // run on 1, 3 and 6 workers. The provider never sees more than the budget + 10%
 // in any 5 seconds; the lighter tenant is served during the heavier's backlog
-// (its share is reported: the weights order each process's turns and Temporal's
-// dispatch, not the fleet's, so it varies with the fleet); every order is PAID
-// with one charge.
+// (how many of its orders are paid when the heavier's are is reported: the
+// provider's turns split 2 to 1 (fleetrate's TestSharedSplitsByWeightAcrossProcesses),
+// but Temporal's fair dispatch weighs every task of an order too); every order
+// is PAID with one charge.
 func TestChaosProviderBudgetHoldsAcrossTheFleet(t *testing.T) {
 	t.Parallel()
 	const rate, each = 10, 40

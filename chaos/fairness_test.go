@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,30 +135,7 @@ func TestChaosAnonymousFloodNeverLocksAKnownKeyOut(t *testing.T) {
 	stop := time.Now().Add(d)
 	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
 	defer tr.CloseIdleConnections()
-	flood := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	var sent, refused, busy atomic.Int64
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Go(func() {
-			for i := 0; time.Now().Before(stop); i++ {
-				req, _ := http.NewRequest(http.MethodGet, "http://"+r.apiAddr+"/v1/orders", nil)
-				req.Header.Set("Authorization", fmt.Sprintf("Bearer of_%06x%06x_madeup", c, i&0xffffff))
-				resp, err := flood.Do(req)
-				if err != nil {
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				sent.Add(1)
-				switch resp.StatusCode {
-				case http.StatusUnauthorized:
-					refused.Add(1)
-				case http.StatusServiceUnavailable:
-					busy.Add(1)
-				}
-			}
-		})
-	}
+	f := madeUpKeys(&http.Client{Transport: tr, Timeout: 10 * time.Second}, "http://"+r.apiAddr, conns, stop)
 	var lists, failed int
 	for i := 0; time.Now().Before(stop); i++ {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+r.apiAddr+"/v1/orders?limit=1", nil)
@@ -181,8 +156,8 @@ func TestChaosAnonymousFloodNeverLocksAKnownKeyOut(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	wg.Wait()
-	r.ledger(t, fmt.Sprintf("anonymous flood: %d made-up keys in %s (%d refused, %d busy)", sent.Load(), d, refused.Load(), busy.Load()))
+	f.wg.Wait()
+	r.ledger(t, fmt.Sprintf("anonymous flood: %d made-up keys in %s (%d refused, %d busy)", f.sent.Load(), d, f.refused.Load(), f.busy.Load()))
 	t.Logf("the real key: %d lists, %d failed", lists, failed)
 	if failed > 0 {
 		t.Fatalf("%d of the real key's %d requests failed during the flood", failed, lists)

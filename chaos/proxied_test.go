@@ -65,29 +65,8 @@ func TestChaosAnonymousFloodBehindAProxyNeverLocksANewKeyOut(t *testing.T) {
 		turn++
 		return apis[turn%len(apis)]
 	})
-	stop := time.Now().Add(d)
-	flood := from("127.0.0.2", conns)
-	var sent, busy atomic.Int64
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Go(func() {
-			for i := 0; time.Now().Before(stop); i++ {
-				req, _ := http.NewRequest(http.MethodGet, flooded.URL+"/v1/orders", nil)
-				req.Header.Set("Authorization", fmt.Sprintf("Bearer of_%06x%06x_madeup", c, i&0xffffff))
-				resp, err := flood.Do(req)
-				if err != nil {
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				sent.Add(1)
-				if resp.StatusCode == http.StatusServiceUnavailable {
-					busy.Add(1)
-				}
-			}
-		})
-	}
-	stacktest.Eventually(t, 10*time.Second, "the flood to fill the lookups", func() bool { return busy.Load() > 0 })
+	f := madeUpKeys(from("127.0.0.2", conns), flooded.URL, conns, time.Now().Add(d))
+	stacktest.Eventually(t, 10*time.Second, "the flood to fill the lookups", func() bool { return f.busy.Load() > 0 })
 	tenant := stacktest.Name("tenant")
 	key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), tenant)
 	if err != nil {
@@ -107,12 +86,46 @@ func TestChaosAnonymousFloodBehindAProxyNeverLocksANewKeyOut(t *testing.T) {
 		status = resp.StatusCode
 		resp.Body.Close()
 	}
-	wg.Wait()
-	summary(t, fmt.Sprintf("%-44s made-up keys=%d busy=%d new key's first request=%d", "anonymous flood behind a proxy", sent.Load(), busy.Load(), status))
+	f.wg.Wait()
+	summary(t, fmt.Sprintf("%-44s made-up keys=%d busy=%d new key's first request=%d", "anonymous flood behind a proxy", f.sent.Load(), f.busy.Load(), status))
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("the new key's first request on a fresh API process during the flood: %d, %v; want 200", status, err)
 	}
-	if sent.Load() < conns {
-		t.Fatalf("only %d made-up keys sent: the flood was not caused", sent.Load())
+	if f.sent.Load() < conns {
+		t.Fatalf("only %d made-up keys sent: the flood was not caused", f.sent.Load())
 	}
+}
+
+// flood is a flood of made-up API keys under way: wg ends with it.
+type flood struct {
+	wg                  sync.WaitGroup
+	sent, refused, busy atomic.Int64
+}
+
+// madeUpKeys sends GET /v1/orders with made-up keys over conns connections of
+// c to base until stop, as anyone on the internet can, counting the answers.
+func madeUpKeys(c *http.Client, base string, conns int, stop time.Time) *flood {
+	f := &flood{}
+	for conn := range conns {
+		f.wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				req, _ := http.NewRequest(http.MethodGet, base+"/v1/orders", nil)
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer of_%06x%06x_madeup", conn, i&0xffffff))
+				resp, err := c.Do(req)
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				f.sent.Add(1)
+				switch resp.StatusCode {
+				case http.StatusUnauthorized:
+					f.refused.Add(1)
+				case http.StatusServiceUnavailable:
+					f.busy.Add(1)
+				}
+			}
+		})
+	}
+	return f
 }

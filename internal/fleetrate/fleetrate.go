@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -120,18 +121,93 @@ func (r *Rates) Wait(ctx context.Context, name string, l Limit, horizon time.Dur
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// Pace is one named budget that its callers wait on (provider.Pace).
-type Pace struct {
+// activeFor is how long a tenant that waited for a shared budget counts as one
+// of those sharing it.
+const activeFor = 3 * time.Second
+
+// share records that tenant waits for budget with weight, and returns the
+// weights of all the tenants waiting for it lately, its own included.
+const share = `
+WITH seen AS (
+	INSERT INTO rate_tenants (budget, tenant, weight, seen) VALUES ($1, $2, $3, statement_timestamp())
+	ON CONFLICT (budget, tenant) DO UPDATE SET weight = EXCLUDED.weight, seen = EXCLUDED.seen
+	RETURNING 1)
+SELECT $3 + COALESCE(sum(weight), 0) FROM rate_tenants
+WHERE budget = $1 AND tenant <> $2 AND seen > statement_timestamp() - $4::interval`
+
+// Share is tenant's part of the named budget at l, by its weight among the
+// tenants that waited for the budget within the last few seconds, in any
+// process: the limit of the tenant's own row of the budget (Tenant).
+func (r *Rates) Share(ctx context.Context, name, tenant string, weight float64, l Limit) (Limit, error) {
+	var total float64
+	if err := r.pool.QueryRow(ctx, share, name, tenant, weight, activeFor).Scan(&total); err != nil {
+		return Limit{}, fmt.Errorf("budget %s: share of %q: %w", name, tenant, err)
+	}
+	return Limit{Rate: l.Rate * weight / total, Burst: 1}, nil
+}
+
+// Tenant names tenant's row of the named budget.
+func Tenant(name, tenant string) string { return name + ":tenant:" + tenant }
+
+// Shared is a budget that the tenants waiting for it split by weight, whichever
+// processes hold whose requests (provider.Pace): a request of a tenant's takes
+// a turn of the tenant's row, at its share of the rate, then one of the
+// budget's own row, which holds the whole.
+type Shared struct {
 	rates   *Rates
 	name    string
 	limit   Limit
 	horizon time.Duration
+
+	mu     sync.Mutex
+	shares map[string]cachedShare // read at most once a second per tenant
 }
 
-// Pace returns the named budget at l, for callers that wait.
-func (r *Rates) Pace(name string, l Limit, horizon time.Duration) Pace {
-	return Pace{rates: r, name: name, limit: l, horizon: horizon}
+type cachedShare struct {
+	limit Limit
+	at    time.Time
 }
 
-// Wait waits for the budget's next request.
-func (p Pace) Wait(ctx context.Context) error { return p.rates.Wait(ctx, p.name, p.limit, p.horizon) }
+// shareFresh is how long a process trusts a tenant's share: within activeFor,
+// so a tenant that keeps waiting keeps counting.
+const shareFresh = time.Second
+
+// Shared returns the named budget at l, split between tenants by weight.
+func (r *Rates) Shared(name string, l Limit, horizon time.Duration) *Shared {
+	return &Shared{rates: r, name: name, limit: l, horizon: horizon, shares: map[string]cachedShare{}}
+}
+
+// Wait waits for the budget's next request of tenant's.
+func (s *Shared) Wait(ctx context.Context, tenant string, weight float64) error {
+	share, err := s.share(ctx, tenant, weight)
+	if err != nil {
+		return err
+	}
+	if err := s.rates.Wait(ctx, Tenant(s.name, tenant), share, s.horizon); err != nil {
+		return err
+	}
+	return s.rates.Wait(ctx, s.name, s.limit, s.horizon)
+}
+
+func (s *Shared) share(ctx context.Context, tenant string, weight float64) (Limit, error) {
+	s.mu.Lock()
+	c, ok := s.shares[tenant]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < shareFresh {
+		return c.limit, nil
+	}
+	l, err := s.rates.Share(ctx, s.name, tenant, weight, s.limit)
+	if err != nil {
+		return Limit{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.shares) > maxCachedShares {
+		clear(s.shares) // tenants that stopped waiting: read again when they do
+	}
+	s.shares[tenant] = cachedShare{limit: l, at: time.Now()}
+	return l, nil
+}
+
+// maxCachedShares bounds a process's cache of tenants' shares.
+const maxCachedShares = 10000

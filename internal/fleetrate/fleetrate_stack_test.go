@@ -88,3 +88,45 @@ func TestTakeRefusesPastTheBurst(t *testing.T) {
 		t.Error("Wait went through a budget Take had emptied")
 	}
 }
+
+// Two tenants weighted 2 to 1 wait on one shared budget of 30 a second from
+// three processes, each process holding requests of both: over three seconds
+// the heavier gets about two thirds (within 20% of it), and the whole stays
+// within the budget.
+func TestSharedSplitsByWeightAcrossProcesses(t *testing.T) {
+	stacktest.Pool(t) // migrated
+	env := stacktest.Env(t)
+	name, lim := stacktest.Name("budget"), fleetrate.Limit{Rate: 30, Burst: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for range 3 {
+		pool, err := database.Open(context.Background(), env["DATABASE_URL"], 4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		shared := fleetrate.New(pool).Shared(name, lim, time.Second)
+		for _, tenant := range []string{"heavy", "light"} {
+			weight := map[string]float64{"heavy": 2, "light": 1}[tenant]
+			wg.Go(func() {
+				for shared.Wait(ctx, tenant, weight) == nil {
+					mu.Lock()
+					got[tenant]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	total := got["heavy"] + got["light"]
+	t.Logf("heavy %d, light %d in 3 s", got["heavy"], got["light"])
+	if total > 30*3+3 {
+		t.Errorf("%d admitted in 3 s, over the budget of 90", total)
+	}
+	if share := float64(got["heavy"]) / float64(total); share < 2.0/3*0.8 || share > 2.0/3*1.2 {
+		t.Errorf("heavy had %.2f of the budget, want 2/3 within 20%%", share)
+	}
+}

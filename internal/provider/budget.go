@@ -25,10 +25,21 @@ func tenantOf(ctx context.Context) string {
 }
 
 // Pace spaces the requests of a budget: the fleet's rate for the provider
-// account (fleetrate), or a rate.Limiter in the process.
+// account, split between tenants by weight across the fleet (fleetrate.Shared),
+// or one pace for everyone (Everyone).
 type Pace interface {
-	Wait(ctx context.Context) error
+	Wait(ctx context.Context, tenant string, weight float64) error
 }
+
+// Everyone is a pace that does not tell tenants apart: a rate.Limiter in the
+// process, say.
+func Everyone(p interface{ Wait(context.Context) error }) Pace { return everyone{p} }
+
+type everyone struct {
+	p interface{ Wait(context.Context) error }
+}
+
+func (e everyone) Wait(ctx context.Context, _ string, _ float64) error { return e.p.Wait(ctx) }
 
 // Budgeted keeps the requests through it within pace, the provider account's
 // rate limit (Stripe allows 100 a second live, 25 in test mode), so the
@@ -120,11 +131,15 @@ func (b *budget) dispatch() {
 			if idle {
 				break
 			}
-			if err := b.waitPace(); err != nil {
+			tenant, ok := b.upcoming()
+			if !ok {
+				continue // every waiter gave up meanwhile
+			}
+			if err := b.waitPace(tenant); err != nil {
 				time.Sleep(paceRetry)
 				continue
 			}
-			b.grant()
+			b.grant(tenant)
 		}
 	}
 }
@@ -133,14 +148,14 @@ func (b *budget) dispatch() {
 // answering holds the turns for a while, not forever.
 const paceTimeout = 10 * time.Second
 
-func (b *budget) waitPace() error {
+func (b *budget) waitPace(tenant string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), paceTimeout)
 	defer cancel()
-	return b.pace.Wait(ctx)
+	return b.pace.Wait(ctx, tenant, b.weight(tenant))
 }
 
-// grant gives one turn to the first waiter of the tenant with the lowest pass.
-func (b *budget) grant() {
+// upcoming is the tenant whose turn is next: the lowest pass among those waiting.
+func (b *budget) upcoming() (string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tenant, q := "", (*queue)(nil)
@@ -149,8 +164,17 @@ func (b *budget) grant() {
 			tenant, q = t, c
 		}
 	}
+	return tenant, q != nil
+}
+
+// grant gives the turn the pace gave tenant to its first waiter; when all of
+// them gave up meanwhile, the turn is spent.
+func (b *budget) grant(tenant string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[tenant]
 	if q == nil {
-		return // every waiter gave up meanwhile: the turn is spent
+		return
 	}
 	b.clock = q.pass
 	q.pass += 1 / max(b.weight(tenant), 1e-3)
@@ -173,7 +197,8 @@ func (b *budget) remove(tenant string, granted chan struct{}) {
 }
 
 // AccountPace is the provider account's budget (c.Rate), held across the fleet
-// in rates, one request at a time (Stripe counts requests a second); nil for
+// in rates, one request at a time (Stripe counts requests a second), and split
+// between the tenants waiting for it by weight, across the fleet too; nil for
 // none. The budget is named by the provider's address: the API's restricted
 // read key and the workers' key are one account, and one limit.
 func AccountPace(rates *fleetrate.Rates, c Config) Pace {
@@ -181,5 +206,5 @@ func AccountPace(rates *fleetrate.Rates, c Config) Pace {
 		return nil
 	}
 	sum := sha256.Sum256([]byte(c.URL))
-	return rates.Pace("provider:"+hex.EncodeToString(sum[:8]), fleetrate.Limit{Rate: float64(c.Rate), Burst: 1}, time.Second)
+	return rates.Shared("provider:"+hex.EncodeToString(sum[:8]), fleetrate.Limit{Rate: float64(c.Rate), Burst: 1}, time.Second)
 }

@@ -37,7 +37,7 @@ func roundTrip(rt http.RoundTripper, req *http.Request) error {
 // 200 a second take at least 145 ms.
 func TestBudgetIsSharedByTenantsInTurn(t *testing.T) {
 	rec := &recorder{}
-	b := Budgeted(rec, rate.NewLimiter(200, 1), nil)
+	b := Budgeted(rec, Everyone(rate.NewLimiter(200, 1)), nil)
 	send := func(tenant string, wg *sync.WaitGroup) {
 		defer wg.Done()
 		req := httptest.NewRequest(http.MethodPost, "/v1/payment_intents", nil).WithContext(WithTenant(context.Background(), tenant))
@@ -82,7 +82,7 @@ func TestBudgetIsSharedByTenantsInTurn(t *testing.T) {
 // others are served.
 func TestBudgetWaiterGivesUp(t *testing.T) {
 	rec := &recorder{}
-	b := Budgeted(rec, rate.NewLimiter(5, 1), nil)
+	b := Budgeted(rec, Everyone(rate.NewLimiter(5, 1)), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_ = roundTrip(b, httptest.NewRequest(http.MethodGet, "/", nil)) // takes the first token
@@ -102,7 +102,7 @@ func TestBudgetWaiterGivesUp(t *testing.T) {
 func TestBudgetFollowsTheWeights(t *testing.T) {
 	rec := &recorder{}
 	pace := &flaky{Limiter: rate.NewLimiter(1000, 1), fail: 2}
-	b := Budgeted(rec, pace, func(tenant string) float64 {
+	b := Budgeted(rec, Everyone(pace), func(tenant string) float64 {
 		if tenant == "heavy" {
 			return 2
 		}
