@@ -256,7 +256,7 @@ func (s *switcher) forward(c net.Conn) {
 // orderflow runs on a PostgreSQL pair of the row's own; Temporal, Kafka and the
 // provider are the stack's.
 func TestChaosPostgresFailsOverToAnAsyncReplica(t *testing.T) {
-	t.Parallel()
+	// Alone: two PostgreSQL servers of its own, and a repair it times.
 	primary := newPrimary(t)
 	replica := primary.replica(t)
 	sw := newSwitcher(t, primary.addr())
