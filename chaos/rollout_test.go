@@ -126,14 +126,16 @@ func TestRolloutOrdersFinishOnTheFrozenWorkflow(t *testing.T) {
 	r.statusAt(t, window, order.StatusPaid, time.Minute)
 	threeDS, intentID := r.awaitCustomer(t, "rollout-3ds")
 	const n = 4
-	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 5000, Slow: n})
+	// Slow enough that the n confirms, placed one after another, are all in flight
+	// at once even on a busy machine.
+	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 12000, Slow: n})
 	var inFlight []string
 	for i := range n {
 		key := fmt.Sprintf("rollout-frozen-%d", i)
 		r.order(t, key)
 		inFlight = append(inFlight, order.WorkflowID(r.tenant, order.FromHTTP, key))
 	}
-	stacktest.Eventually(t, 30*time.Second, "every confirm in flight on the old worker", func() bool { return r.Sim.InFlight() == n })
+	stacktest.Eventually(t, 90*time.Second, "every confirm in flight on the old worker", func() bool { return r.Sim.InFlight() == n })
 
 	old.Signal(syscall.SIGTERM)
 	api.Signal(syscall.SIGTERM)
