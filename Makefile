@@ -18,8 +18,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## test: vet; lint while the local stack (dev profile) starts, stopping there if it fails;
 ## Schemathesis against the running API;
 ## every Go test, with the race detector but for deploy/ (manifests and alert
-## rules rendered in one goroutine; stack tests required), the client's module
-## and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
+## rules rendered in one goroutine; stack tests required), the client's module,
+## the DBOS baseline's (bench/dbos) and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
 ## the rows that restart the stack's servers or measure a flood, then the rest
 ## four at a time; then the cluster profile (its tools built while the dev
 ## profile's tests run) and the fleet test, the flood and the failover to a
@@ -33,7 +33,7 @@ test: vet
 	scripts/schemathesis
 	{ ORDERFLOW_STACK_PROFILE=cluster scripts/stack build >$(STACK)/cluster-build.log 2>&1 & cb=$$!; \
 	  $(TEST_ENV) $(GO) test -tags stack -race -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
-	  (cd client && $(GO) test -race -count=1 -v ./...); e=$$?; \
+	  (cd client && $(GO) test -race -count=1 -v ./... && cd ../bench/dbos && $(GO) test -race -count=1 -v ./...); e=$$?; \
 	  (cd third_party/kafka-go && $(GO) test -race -count=1 -v ./...); k=$$?; \
 	  $(TEST_ENV) $(GO) test -tags stack -count=1 -v -timeout 10m ./deploy/...; d=$$?; \
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
@@ -53,6 +53,7 @@ chaos: stack-up
 unit:
 	$(GO) test -count=1 ./...
 	cd client && $(GO) test -count=1 ./...
+	cd bench/dbos && $(GO) test -count=1 ./...
 	cd third_party/kafka-go && $(GO) test -count=1 ./...
 
 ## lint: shellcheck on scripts/, golangci-lint (.golangci.yml) on the module and
@@ -66,6 +67,7 @@ vet:
 	@test -z "$$(gofmt -l $$(find . -name '*.go' -not -path './third_party/*' -not -path './.stack/*') | tee /dev/stderr)" || { echo "gofmt needed" >&2; exit 1; }
 	$(GO) vet -tags stack,chaos,fleet ./...
 	cd client && $(GO) vet ./...
+	cd bench/dbos && $(GO) vet ./...
 	scripts/kafka-go-patch check
 	@cd third_party/kafka-go && test -z "$$(gofmt -l $$(sed -n 's|^+++ b/\(.*\.go\)$$|\1|p' ../kafka-go.patch) | tee /dev/stderr)" || { echo "gofmt needed in the kafka-go patch" >&2; exit 1; }
 	cd third_party/kafka-go && $(GO) vet ./...
@@ -87,7 +89,8 @@ image:
 	done
 	@echo "images: $(REGISTRY)/orderflow-{api,worker,paysim}:$(VERSION)"
 
-## bench: the load report (raw baseline vs orderflow, one run); N=500 C=16 by default;
+## bench: the load report (raw Temporal baselines, DBOS as a peer, and orderflow, one
+## run); N=500 C=16 by default;
 ## ROWS: the rows scenario 10 adds to each grown table (10 million: the scenario takes
 ## about 30 minutes and 21 GB of disk); ONLY=1,5: those scenarios; PROFILE=cluster measures the cluster profile
 N ?= 500
@@ -97,5 +100,6 @@ ONLY ?=
 bench: stack-up
 	mkdir -p $(STACK)/bin
 	$(GO) build -o $(STACK)/bin/ ./cmd/api ./cmd/worker ./cmd/paysim ./cmd/bench
+	cd bench/dbos && $(GO) build -o $(STACK)/bin/dbosbench .
 	ORDERFLOW_STACK_ENV=$(STACK)/env $(STACK)/bin/bench -n $(N) -c $(C) -rows $(ROWS) -only '$(ONLY)' -bin $(STACK)/bin -out bench/results
 	$(GO) test -tags stack -run '^$$' -bench . -benchmem ./ingress/...

@@ -27,7 +27,7 @@ func launch(ctx context.Context, databaseURL string, stderr io.Writer) (*bench, 
 	dctx, err := dbos.NewContext(ctx, dbos.Config{
 		AppName:     "orderflow_dbos_bench",
 		DatabaseURL: databaseURL, // DBOS creates this database when it is missing.
-		// DBOS logs at info on stdout by default; stdout carries only the result.
+		// DBOS logs at info on stdout by default; stdout carries only the report's lines.
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// A fixed version spares hashing the binary at start and keeps every run
 		// on one version, so none is flagged as not the latest.

@@ -4,7 +4,8 @@
 //
 // Each workflow runs -steps no-op steps through dbos.RunAsStep (each checkpointed
 // as DBOS does for real steps); -c callers each start one workflow directly, wait
-// for its result, then start the next. It prints one JSON line on stdout.
+// for its result, then start the next. It prints two JSON lines on stdout: a mark
+// as the measured workflows start, and the result.
 package main
 
 import (
@@ -40,7 +41,7 @@ func main() {
 	}
 }
 
-// Result is the one JSON line the benchmark report reads.
+// Result is the last JSON line, the one the benchmark report reads.
 type Result struct {
 	Engine      string  `json:"engine"`
 	Steps       int     `json:"steps"`
@@ -51,7 +52,14 @@ type Result struct {
 	P50ms       float64 `json:"p50_ms"`
 	P95ms       float64 `json:"p95_ms"`
 	P99ms       float64 `json:"p99_ms"`
+	// CPUms is this process's CPU time (user and system) over the measured
+	// workflows; the report adds PostgreSQL's, which it reads itself.
+	CPUms float64 `json:"cpu_ms"`
 }
+
+// measuring is the line printed just before the measured workflows start, so the
+// report reads the machine's CPU from there.
+const measuring = `{"phase":"measuring"}`
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stderr)
@@ -85,12 +93,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("warmup: %w", err)
 		}
 	}
+	if _, err := fmt.Fprintln(stdout, measuring); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	cpu := processCPU()
 	lat, total, err := b.measure(ctx, runID, cfg.n, cfg.concurrency, cfg.steps)
 	if err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
 
 	res := summarize(cfg, total, lat)
+	res.CPUms = float64((processCPU() - cpu).Microseconds()) / 1000
 	line, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -99,6 +112,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("write result: %w", err)
 	}
 	return nil
+}
+
+// processCPU is the CPU time this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // summarize turns the latencies into the reported figures.

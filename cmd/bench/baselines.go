@@ -57,8 +57,10 @@ func (b *bench) startRawWorker() error {
 }
 
 func (b *bench) rawWorkflows(ctx context.Context, name, workflowType string) (Result, error) {
+	id := func(i int) string { return fmt.Sprintf("%s-%s-%d", workflowType, b.run, i) }
+	b.sampleHistories(name, id)
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
-		run, err := b.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-%s-%d", workflowType, b.run, i), TaskQueue: b.rawQueue}, workflowType)
+		run, err := b.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id(i), TaskQueue: b.rawQueue}, workflowType)
 		if err != nil {
 			return err
 		}

@@ -114,6 +114,8 @@ func cpuGroup(comm string) string {
 		return "postgres"
 	case comm == "java":
 		return "kafka"
+	case comm == "dbosbench":
+		return "dbos"
 	case comm == "api", comm == "paysim", strings.HasPrefix(comm, "worker"):
 		return strings.TrimRight(comm, "0123456789-")
 	}

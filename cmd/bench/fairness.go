@@ -31,11 +31,11 @@ func (b *bench) fairness(ctx context.Context, on bool) ([]Result, error) {
 	label := "fair task queues"
 	if !on {
 		label = "no fairness"
-		if err := b.stackFairness(ctx, "off"); err != nil {
+		if err := b.stackSetting(ctx, "fairness", "off"); err != nil {
 			return nil, err
 		}
 		defer func() {
-			if err := b.stackFairness(context.WithoutCancel(ctx), "on"); err != nil {
+			if err := b.stackSetting(context.WithoutCancel(ctx), "fairness", "on"); err != nil {
 				fmt.Fprintln(b.out, "bench: restoring fairness:", err)
 			}
 		}()
@@ -165,12 +165,13 @@ func (b *bench) countStarted(ctx context.Context, prefix string) int {
 	return n
 }
 
-// stackFairness turns Temporal's fair task queues on or off, restarting it.
-func (b *bench) stackFairness(ctx context.Context, state string) error {
-	cmd := exec.CommandContext(ctx, b.stack, "fairness", state)
+// stackSetting turns one of Temporal's settings the stack names (fairness,
+// eager) on or off, restarting it.
+func (b *bench) stackSetting(ctx context.Context, setting, state string) error {
+	cmd := exec.CommandContext(ctx, b.stack, setting, state)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s fairness %s: %w", b.stack, state, err)
+		return fmt.Errorf("%s %s %s: %w", b.stack, setting, state, err)
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ type Result struct {
 	// CPUPerOp is the CPU milliseconds per operation of each process group on the
 	// machine during the scenario (machineCPU).
 	CPUPerOp map[string]float64 `json:"cpu_ms_per_op,omitempty"`
+	// Engine is Temporal's work per operation, read from its histories.
+	Engine *EngineWork `json:"engine_per_op,omitempty"`
 }
 
 // Report is the JSON file.
@@ -114,6 +116,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"4", one(b.consumeCommitEach), false, false}, {"4", one(b.consumeCommitBatched), false, false},
 		{"5", one(b.kafkaIngress), true, false}, {"6", one(b.endToEnd), true, false},
 		{"6", one(b.baselineOneActivity), false, false}, {"6", one(b.baselineOrderShape), false, false},
+		{"6", one(b.peerOrderShape), false, false}, {"6", one(b.peerOneStep), false, false},
+		{"6", one(b.endToEndNotEager), true, false},
 		{"7", one(func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }), false, false},
 		{"7", one(func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }), false, false},
 		{"8", one(b.restPost), false, false}, {"8", one(b.restWait), false, false}, {"8", one(b.restReplay), false, false},
@@ -140,6 +144,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			rs[0].CPUPerOp = cpuPerOp(before, machineCPU(), rs[0].N)
 		}
 		for _, r := range rs {
+			if ids := b.histories[r.Scenario]; ids != nil {
+				if r.Engine, err = b.engineWork(ctx, ids); err != nil {
+					return fmt.Errorf("%s: %w", r.Scenario, err)
+				}
+			}
 			rep.Results = append(rep.Results, r)
 			fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
 		}
@@ -189,6 +198,7 @@ func finish(stdout io.Writer, rep Report, out, only string) error {
 	ratio(rep.Results, "5. Kafka ingress", "1. baseline start")
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
+	ratio(rep.Results, "6e. end to end, eager dispatch off", "6. end to end (HTTP until PAID)")
 	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
 	rep.Figures = append(figures(rep.Results), growthFigures(rep.Results)...)
 
@@ -290,6 +300,7 @@ func printTable(w io.Writer, rep Report) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Scenario, strings.Join(cells, " | "), ms(cpuTotal(r)))
 	}
+	printEngine(w, rep.Results)
 	if len(rep.Figures) > 0 {
 		fmt.Fprintf(w, "\n| figure | orderflow | raw baseline | ratio | target | met |\n|---|---|---|---|---|---|\n")
 		for _, f := range rep.Figures {
@@ -333,6 +344,7 @@ func figures(rs []Result) []Figure {
 			ratioOf("CPU ms per PAID order, every process (vs raw workflow of the order's shape)", cpuTotal(e2e), cpuTotal(shape), 1.2, "≤ 1.2x")
 		}
 	}
+	out = append(out, engineFigures(rs)...)
 	post, okPost := find(rs, "2. ")
 	start, okStart := find(rs, "1. ")
 	if okPost && okStart {
@@ -375,7 +387,7 @@ func figures(rs []Result) []Figure {
 	return out
 }
 
-var cpuGroups = []string{"temporal", "temporal db", "postgres", "kafka", "api", "worker", "paysim", "load generator", "other"}
+var cpuGroups = []string{"temporal", "temporal db", "postgres", "kafka", "api", "worker", "paysim", "dbos", "load generator", "other"}
 
 func ms(v float64) string {
 	if v == 0 {

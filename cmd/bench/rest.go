@@ -39,10 +39,12 @@ func (b *bench) restPost(ctx context.Context) (Result, error) {
 
 // 8b. POST with Prefer: wait, answered 201 PAID.
 func (b *bench) restWait(ctx context.Context) (Result, error) {
+	name := "8b. at rest: POST, Prefer: wait → 201 PAID"
+	b.sampleHistories(name, func(i int) string { return order.WorkflowID(b.tenant, order.FromHTTP, fmt.Sprintf("rest-wait-%d", i)) })
 	lat, total, err := measure(restOps, 1, func(i int) error {
 		return b.paidWithin(fmt.Sprintf("rest-wait-%d", i), 30*time.Second)
 	})
-	return result("8b. at rest: POST, Prefer: wait → 201 PAID", restOps, total, lat), err
+	return result(name, restOps, total, lat), err
 }
 
 // 8c. The keys of 8a again: replays.
@@ -56,6 +58,9 @@ func (b *bench) restReplay(ctx context.Context) (Result, error) {
 // 8d. One event on the requests topic until its order is PAID in Postgres.
 func (b *bench) restEvent(ctx context.Context) (Result, error) {
 	name := "8d. at rest: event → PAID"
+	b.sampleHistories(name, func(i int) string {
+		return order.WorkflowID(b.tenant, order.FromEvent, fmt.Sprintf("rest-event-%d", i))
+	})
 	if err := b.consumeRequests("-rest"); err != nil {
 		return Result{Scenario: name}, err
 	}

@@ -338,10 +338,35 @@ func (b *bench) chargedOrders(ctx context.Context) ([]string, error) {
 // 6. POST with Prefer: wait until the order is PAID (charged at the sandbox, row in
 // Postgres, OrderPaid published), then count the sandbox's charges.
 func (b *bench) endToEnd(ctx context.Context) (Result, error) {
-	name := "6. end to end (HTTP until PAID)"
+	return b.endToEndAs(ctx, "6. end to end (HTTP until PAID)", "e2e")
+}
+
+// 6e. Scenario 6 with Temporal's eager dispatch off (scripts/stack eager off,
+// which restarts Temporal): every workflow task and activity goes through
+// matching. The stack is left with it on.
+func (b *bench) endToEndNotEager(ctx context.Context) (Result, error) {
+	name := "6e. end to end, eager dispatch off"
+	if err := b.stackSetting(ctx, "eager", "off"); err != nil {
+		return Result{Scenario: name}, err
+	}
+	defer func() {
+		if err := b.stackSetting(context.WithoutCancel(ctx), "eager", "on"); err != nil {
+			fmt.Fprintln(b.out, "bench: restoring eager dispatch:", err)
+		}
+	}()
+	// The restart replaced Temporal's process: its CPU is read from here on.
+	before := machineCPU()
+	res, err := b.endToEndAs(ctx, name, "e2e-not-eager")
+	res.CPUPerOp = cpuPerOp(before, machineCPU(), b.n)
+	return res, err
+}
+
+func (b *bench) endToEndAs(ctx context.Context, name, prefix string) (Result, error) {
+	key := func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+	b.sampleHistories(name, func(i int) string { return order.WorkflowID(b.tenant, order.FromHTTP, key(i)) })
 	cpuBefore := b.cpuSeconds()
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
-		return b.paidWithin(fmt.Sprintf("e2e-%d", i), 30*time.Second)
+		return b.paidWithin(key(i), 30*time.Second)
 	})
 	if err != nil {
 		return Result{Scenario: name}, err
@@ -352,7 +377,7 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 	}
 	perOrder := map[string]int{}
 	for i := range b.n {
-		perOrder[order.IDFor(order.WorkflowID(b.tenant, order.FromHTTP, fmt.Sprintf("e2e-%d", i)))] = 0
+		perOrder[order.IDFor(order.WorkflowID(b.tenant, order.FromHTTP, key(i)))] = 0
 	}
 	charges := 0
 	for _, id := range charged {

@@ -59,12 +59,13 @@ type bench struct {
 	started   int    // orders started so far, all of which must end PAID
 	consuming string // the requests topic of the running worker
 
-	other, otherKey string            // scenario 9's tenant B and its API key (A is other+"-a")
-	api, otherAPI   *orderflow.Client // the clients of the tenant and of B, made once
-	flooded         int               // A's events so far
-	paymentsRate    string            // the workers' PAYMENTS_RATE; "0" (none) unless set
-	stack           string            // the stack's script
-	rows            int               // scenario 10's rows added to each grown table
+	other, otherKey string              // scenario 9's tenant B and its API key (A is other+"-a")
+	api, otherAPI   *orderflow.Client   // the clients of the tenant and of B, made once
+	flooded         int                 // A's events so far
+	paymentsRate    string              // the workers' PAYMENTS_RATE; "0" (none) unless set
+	stack           string              // the stack's script
+	rows            int                 // scenario 10's rows added to each grown table
+	histories       map[string][]string // scenario -> the workflows whose histories are counted
 }
 
 func setup(ctx context.Context, env map[string]string, bins string, n, conc int, out io.Writer) (*bench, error) {
