@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/internal/quota"
 
 	"github.com/orderflow/orderflow/internal/platform/version"
 )
@@ -29,6 +35,12 @@ func TestCommandLine(t *testing.T) {
 		{"keys create --tenant", 2, "flag needs an argument", "is required"},
 		{"bogus", 2, `unknown command "bogus"`, "is required"},
 		{"--bogus", 2, "flag provided but not defined", "is required"},
+		{"keys list --help", 0, "output: table, or json", "is required"},
+		{"keys list --tenant acme -o yaml", 2, `want "table" or "json"`, "is required"},
+		{"limits list -o xml", 2, `want "table" or "json"`, "is required"},
+		{"limits list -o json extra", 2, `unexpected argument "extra"`, "is required"},
+		{"keys list --tenant acme -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
+		{"limits list -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"keys create --tenant acme", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"migrate", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"", 1, "DATABASE_URL is required", "usage"},
@@ -38,5 +50,68 @@ func TestCommandLine(t *testing.T) {
 		if code != row.code || !strings.Contains(out.String(), row.out) || strings.Contains(out.String(), row.noOut) {
 			t.Errorf("api %s: exit %d, want %d; output:\n%s", row.args, code, row.code, out.String())
 		}
+	}
+}
+
+// fields decodes a JSON array of objects into the sorted field names of each.
+func fields(t *testing.T, b []byte) ([][]string, []map[string]any) {
+	t.Helper()
+	var rows []map[string]any
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatalf("not a JSON array of objects: %v\n%s", err, b)
+	}
+	var names [][]string
+	for _, r := range rows {
+		var n []string
+		for k := range r {
+			n = append(n, k)
+		}
+		slices.Sort(n)
+		names = append(names, n)
+	}
+	return names, rows
+}
+
+// A key listed as JSON has its prefix and dates under stable names, never its hash;
+// no keys is [], not null.
+func TestKeysListJSON(t *testing.T) {
+	revoked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var out bytes.Buffer
+	err := printKeys(&out, []apikeys.Info{
+		{Prefix: "of_aaaaaaaaaaaa", Tenant: "acme", CreatedAt: revoked.Add(-time.Hour)},
+		{Prefix: "of_bbbbbbbbbbbb", Tenant: "acme", CreatedAt: revoked.Add(-2 * time.Hour), RevokedAt: &revoked},
+	}, asJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, rows := fields(t, out.Bytes())
+	want := []string{"active", "created_at", "prefix", "revoked_at", "tenant"}
+	if len(rows) != 2 || !slices.Equal(names[0], want) || !slices.Equal(names[1], want) {
+		t.Fatalf("fields %v, want two rows of %v", names, want)
+	}
+	if rows[0]["prefix"] != "of_aaaaaaaaaaaa" || rows[0]["active"] != true || rows[0]["revoked_at"] != nil ||
+		rows[1]["active"] != false || rows[1]["revoked_at"] != "2026-01-02T03:04:05Z" {
+		t.Fatalf("rows %v", rows)
+	}
+	out.Reset()
+	if err := printKeys(&out, nil, asJSON); err != nil || strings.TrimSpace(out.String()) != "[]" {
+		t.Fatalf("no keys: %q %v", out.String(), err)
+	}
+}
+
+// Budgets listed as JSON: one object per tenant, sorted, with its rate and burst.
+func TestLimitsListJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := printLimits(&out, map[string]quota.Limit{"b": {Rate: 2.5, Burst: 5}, "a": {Rate: 10, Burst: 20}}, asJSON); err != nil {
+		t.Fatal(err)
+	}
+	names, rows := fields(t, out.Bytes())
+	if len(rows) != 2 || !slices.Equal(names[0], []string{"burst", "rate", "tenant"}) ||
+		rows[0]["tenant"] != "a" || rows[1]["tenant"] != "b" || rows[1]["rate"] != 2.5 || rows[1]["burst"] != 5.0 {
+		t.Fatalf("rows %v", rows)
+	}
+	out.Reset()
+	if err := printLimits(&out, map[string]quota.Limit{"a": {Rate: 10, Burst: 20}}, asTable); err != nil || out.String() != "a\t10/s\tburst 20\n" {
+		t.Fatalf("table %q %v", out.String(), err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // keys is `api keys create|list|revoke`: it reads DATABASE_URL (and
 // API_KEY_CACHE_TTL to say when a revoked key stops working), nothing else.
-func keys(ctx context.Context, getenv func(string) string, op, tenant string, args []string, stdout io.Writer) error {
+func keys(ctx context.Context, getenv func(string) string, op, tenant string, args []string, out format, stdout io.Writer) error {
 	switch {
 	case op != "revoke" && (tenant == "" || len(args) > 0):
 		return cli.Usagef("want --tenant NAME and no other argument")
@@ -42,18 +42,48 @@ func keys(ctx context.Context, getenv func(string) string, op, tenant string, ar
 		return err
 	case "list":
 		infos, err := store.List(ctx, tenant)
-		for _, k := range infos {
-			state := "active"
-			if k.RevokedAt != nil {
-				state = "revoked " + k.RevokedAt.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(stdout, "%s\tcreated %s\t%s\n", k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), state)
+		if err != nil {
+			return err
 		}
-		return err
+		return printKeys(stdout, infos, out)
 	}
 	if err := store.Revoke(ctx, args[0]); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "revoked %s; API processes refuse it within %s (API_KEY_CACHE_TTL)\n", args[0], ttl)
 	return err
+}
+
+// keyJSON is a key as `keys list -o json` prints it: its prefix, never its hash.
+type keyJSON struct {
+	Prefix    string     `json:"prefix"`
+	Tenant    string     `json:"tenant"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+	Active    bool       `json:"active"`
+}
+
+func printKeys(w io.Writer, infos []apikeys.Info, out format) error {
+	if out == asJSON {
+		rows := make([]keyJSON, 0, len(infos))
+		for _, k := range infos {
+			row := keyJSON{Prefix: k.Prefix, Tenant: k.Tenant, CreatedAt: k.CreatedAt.UTC(), Active: k.RevokedAt == nil}
+			if k.RevokedAt != nil {
+				at := k.RevokedAt.UTC()
+				row.RevokedAt = &at
+			}
+			rows = append(rows, row)
+		}
+		return writeJSON(w, rows)
+	}
+	for _, k := range infos {
+		state := "active"
+		if k.RevokedAt != nil {
+			state = "revoked " + k.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		if _, err := fmt.Fprintf(w, "%s\tcreated %s\t%s\n", k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), state); err != nil {
+			return err
+		}
+	}
+	return nil
 }

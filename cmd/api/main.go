@@ -3,16 +3,18 @@
 //	api                                serve until SIGTERM, then drain
 //	api migrate                        apply the database migrations and exit
 //	api keys create --tenant T         print a new API key for tenant T (shown once)
-//	api keys list --tenant T           list the tenant's keys (prefixes only)
+//	api keys list --tenant T [-o json] list the tenant's keys (prefixes only)
 //	api keys revoke KEY_PREFIX         revoke a key
 //	api limits set --tenant T --rate R --burst B   the tenant's own request budget
 //	api limits clear --tenant T        back to the default budget
-//	api limits list                    the tenants with a budget of their own
+//	api limits list [-o json]          the tenants with a budget of their own
 //	api version                        print the build's version
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,6 +43,8 @@ func main() {
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 	var tenant *string
 	tenantFlag := func(fs *flag.FlagSet) { tenant = fs.String("tenant", "", "the tenant the keys belong to (required)") }
+	var out format
+	listFlags := func(fs *flag.FlagSet) { tenantFlag(fs); outputFlag(fs, &out) }
 	var rate *float64
 	var burst *int
 	limitFlags := func(fs *flag.FlagSet) {
@@ -55,27 +59,28 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		platform.MigrateCommand(getenv, stdout),
 		{Name: "keys create", Args: "--tenant NAME", Summary: "print a new API key for the tenant, shown once (DATABASE_URL)", Flags: tenantFlag,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return keys(ctx, getenv, "create", *tenant, fs.Args(), stdout)
+				return keys(ctx, getenv, "create", *tenant, fs.Args(), asTable, stdout)
 			}},
-		{Name: "keys list", Args: "--tenant NAME", Summary: "list the tenant's keys by prefix (DATABASE_URL)", Flags: tenantFlag,
+		{Name: "keys list", Args: "--tenant NAME [-o json]", Summary: "list the tenant's keys by prefix (DATABASE_URL)", Flags: listFlags,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return keys(ctx, getenv, "list", *tenant, fs.Args(), stdout)
+				return keys(ctx, getenv, "list", *tenant, fs.Args(), out, stdout)
 			}},
 		{Name: "keys revoke", Args: "KEY_PREFIX", Summary: "revoke a key (DATABASE_URL, API_KEY_CACHE_TTL)",
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return keys(ctx, getenv, "revoke", "", fs.Args(), stdout)
+				return keys(ctx, getenv, "revoke", "", fs.Args(), asTable, stdout)
 			}},
 		{Name: "limits set", Args: "--tenant NAME --rate R --burst B", Summary: "give the tenant its own request budget (DATABASE_URL)", Flags: limitFlags,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return limits(ctx, getenv, "set", *tenant, quota.Limit{Rate: *rate, Burst: *burst}, fs.Args(), stdout)
+				return limits(ctx, getenv, "set", *tenant, quota.Limit{Rate: *rate, Burst: *burst}, fs.Args(), asTable, stdout)
 			}},
 		{Name: "limits clear", Args: "--tenant NAME", Summary: "put the tenant back on the default budget (DATABASE_URL)", Flags: tenantFlag,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return limits(ctx, getenv, "clear", *tenant, quota.Limit{}, fs.Args(), stdout)
+				return limits(ctx, getenv, "clear", *tenant, quota.Limit{}, fs.Args(), asTable, stdout)
 			}},
-		{Name: "limits list", Summary: "list the tenants with a budget of their own (DATABASE_URL)",
+		{Name: "limits list", Args: "[-o json]", Summary: "list the tenants with a budget of their own (DATABASE_URL)",
+			Flags: func(fs *flag.FlagSet) { outputFlag(fs, &out) },
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return limits(ctx, getenv, "list", "", quota.Limit{}, fs.Args(), stdout)
+				return limits(ctx, getenv, "list", "", quota.Limit{}, fs.Args(), out, stdout)
 			}},
 	}}
 }
@@ -102,4 +107,42 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	return httpapi.Serve(ctx, handler, base.Registry, base.Ready, c.Serve, logger)
+}
+
+// format is a listing's -o: a table for people, or JSON for scripts.
+type format string
+
+const (
+	asTable format = "table"
+	asJSON  format = "json"
+)
+
+func (f *format) String() string { return string(*f) }
+
+func (f *format) Set(v string) error {
+	switch format(v) {
+	case asTable, asJSON:
+		*f = format(v)
+		return nil
+	}
+	return errors.New(`want "table" or "json"`)
+}
+
+// outputFlag declares -o on fs, table unless given.
+func outputFlag(fs *flag.FlagSet, f *format) {
+	*f = asTable
+	fs.Var(f, "o", "output: table, or json (one array of objects)")
+}
+
+// writeJSON writes rows as one JSON array: [] for none, never null.
+func writeJSON[T any](w io.Writer, rows []T) error {
+	if rows == nil {
+		rows = []T{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rows); err != nil {
+		return fmt.Errorf("write json: %w", err)
+	}
+	return nil
 }

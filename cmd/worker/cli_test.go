@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/internal/reconcile"
 
 	"github.com/orderflow/orderflow/internal/platform/version"
 )
@@ -23,6 +28,9 @@ func TestCommandLine(t *testing.T) {
 		{"dlq redrive --help", 0, "--event-id", "is required"},
 		{"dlq redrive extra", 2, `unexpected argument "extra"`, "is required"},
 		{"dlq", 2, `unknown command "dlq"`, "is required"},
+		{"reconcile report --help", 0, "output: table, or json", "is required"},
+		{"reconcile report -o yaml", 2, `want "table" or "json"`, "is required"},
+		{"reconcile report -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"migrate", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"dlq redrive", 1, "DATABASE_URL is required", "TEMPORAL"},
 		{"", 1, "DATABASE_URL is required", "usage"},
@@ -32,5 +40,45 @@ func TestCommandLine(t *testing.T) {
 		if code != row.code || !strings.Contains(out.String(), row.out) || strings.Contains(out.String(), row.noOut) {
 			t.Errorf("worker %s: exit %d, want %d; output:\n%s", row.args, code, row.code, out.String())
 		}
+	}
+}
+
+// objects decodes a JSON array of objects, and the sorted field names of its first.
+func objects(t *testing.T, b []byte) ([]map[string]any, []string) {
+	t.Helper()
+	var rows []map[string]any
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatalf("not a JSON array of objects: %v\n%s", err, b)
+	}
+	var names []string
+	if len(rows) > 0 {
+		for k := range rows[0] {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+	}
+	return rows, names
+}
+
+// A finding as JSON: stable snake_case names, the time in UTC.
+func TestFindingsJSON(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
+	var out bytes.Buffer
+	if err := writeJSON(&out, findingsJSON([]reconcile.Finding{{ID: 7, FoundAt: at, Kind: "refund_elsewhere", Action: "followed",
+		Tenant: "acme", OrderID: "ord_1", ProviderID: "re_1", Amount: 500, Currency: "USD", Detail: "d"}})); err != nil {
+		t.Fatal(err)
+	}
+	rows, names := objects(t, out.Bytes())
+	want := []string{"action", "amount", "currency", "detail", "found_at", "id", "kind", "order_id", "provider_id", "tenant"}
+	if len(rows) != 1 || !slices.Equal(names, want) {
+		t.Fatalf("fields %v, want %v", names, want)
+	}
+	r := rows[0]
+	if r["id"] != 7.0 || r["found_at"] != "2026-03-04T04:06:07Z" || r["order_id"] != "ord_1" || r["amount"] != 500.0 {
+		t.Fatalf("row %v", r)
+	}
+	out.Reset()
+	if err := writeJSON(&out, findingsJSON(nil)); err != nil || strings.TrimSpace(out.String()) != "[]" {
+		t.Fatalf("no findings: %q %v", out.String(), err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
@@ -19,29 +21,26 @@ import (
 // maxReport bounds the findings one report prints.
 const maxReport = 10000
 
-// reconcileReportCommand is `worker reconcile report [--since D]`.
+// reconcileReportCommand is `worker reconcile report [--since D] [-o json]`.
 func reconcileReportCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 	var since time.Duration
-	return cli.Command{Name: "reconcile report", Args: "[--since D]",
+	var out format
+	return cli.Command{Name: "reconcile report", Args: "[--since D] [-o json]",
 		Summary: "print the discrepancies the reconciler found and what it did about each (DATABASE_URL)",
 		Flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&since, "since", 24*time.Hour, "how far back to print")
+			outputFlag(fs, &out)
 		},
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			if fs.NArg() > 0 || since <= 0 {
 				return cli.Usagef("want a positive --since and no argument")
 			}
-			return reconcileReport(ctx, getenv, time.Now().Add(-since), stdout)
+			return reconcileReport(ctx, getenv, time.Now().Add(-since), out, stdout)
 		}}
 }
 
-func reconcileReport(ctx context.Context, getenv func(string) string, since time.Time, stdout io.Writer) error {
-	e := config.New(getenv)
-	url := e.Required("DATABASE_URL")
-	if err := e.Err(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	pool, err := database.Open(ctx, url, 2, nil)
+func reconcileReport(ctx context.Context, getenv func(string) string, since time.Time, out format, stdout io.Writer) error {
+	pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -50,23 +49,67 @@ func reconcileReport(ctx context.Context, getenv func(string) string, since time
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FOUND\tKIND\tACTION\tTENANT\tORDER\tPROVIDER\tAMOUNT\tDETAIL")
+	if out == asJSON {
+		return writeJSON(stdout, findingsJSON(found))
+	}
+	if err := findingsTable(stdout, found); err != nil {
+		return err
+	}
 	byKind := map[string]int{}
 	for _, f := range found {
 		byKind[f.Kind+" "+f.Action]++
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d %s\t%s\n", f.FoundAt.UTC().Format(time.RFC3339), f.Kind, f.Action,
-			dash(f.Tenant), dash(f.OrderID), dash(f.ProviderID), f.Amount, f.Currency, f.Detail)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%d discrepancies since %s", len(found), since.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "%d discrepancies since %s", len(found), stamp(since))
 	for _, k := range slices.Sorted(maps.Keys(byKind)) {
 		fmt.Fprintf(stdout, "; %s: %d", k, byKind[k])
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// openDatabase opens a small pool on DATABASE_URL, the only setting the
+// database's commands read.
+func openDatabase(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
+	e := config.New(getenv)
+	url := e.Required("DATABASE_URL")
+	if err := e.Err(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return database.Open(ctx, url, 2, nil)
+}
+
+// findingsTable prints findings one a line.
+func findingsTable(w io.Writer, found []reconcile.Finding) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFOUND\tKIND\tACTION\tTENANT\tORDER\tPROVIDER\tAMOUNT\tDETAIL")
+	for _, f := range found {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d %s\t%s\n", f.ID, stamp(f.FoundAt), f.Kind, f.Action,
+			dash(f.Tenant), dash(f.OrderID), dash(f.ProviderID), f.Amount, f.Currency, f.Detail)
+	}
+	return tw.Flush()
+}
+
+// findingJSON is a finding as -o json prints it.
+type findingJSON struct {
+	ID         int64     `json:"id"`
+	FoundAt    time.Time `json:"found_at"`
+	Kind       string    `json:"kind"`
+	Action     string    `json:"action"`
+	Tenant     string    `json:"tenant"`
+	OrderID    string    `json:"order_id"`
+	ProviderID string    `json:"provider_id"`
+	Amount     int64     `json:"amount"`
+	Currency   string    `json:"currency"`
+	Detail     string    `json:"detail"`
+}
+
+func findingsJSON(found []reconcile.Finding) []findingJSON {
+	out := make([]findingJSON, 0, len(found))
+	for _, f := range found {
+		out = append(out, findingJSON{ID: f.ID, FoundAt: f.FoundAt.UTC(), Kind: f.Kind, Action: f.Action, Tenant: f.Tenant,
+			OrderID: f.OrderID, ProviderID: f.ProviderID, Amount: f.Amount, Currency: f.Currency, Detail: f.Detail})
+	}
+	return out
 }
 
 func dash(s string) string {

@@ -18,6 +18,7 @@ import (
 
 // Finding is one discrepancy and what was done about it.
 type Finding struct {
+	ID         int64
 	FoundAt    time.Time
 	Kind       string
 	Action     string
@@ -102,7 +103,7 @@ func (s *Store) Record(ctx context.Context, f Finding) (bool, error) {
 // Since returns the findings made at or after since, oldest first, at most limit.
 func (s *Store) Since(ctx context.Context, since time.Time, limit int) ([]Finding, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT found_at, kind, action, COALESCE(order_id, ''), COALESCE(tenant, ''), COALESCE(provider_id, ''),
+		SELECT id, found_at, kind, action, COALESCE(order_id, ''), COALESCE(tenant, ''), COALESCE(provider_id, ''),
 		       COALESCE(amount, 0), COALESCE(currency, ''), detail
 		FROM reconcile_findings WHERE found_at >= $1 ORDER BY found_at, id LIMIT $2`, since, limit)
 	if err != nil {
@@ -110,7 +111,7 @@ func (s *Store) Since(ctx context.Context, since time.Time, limit int) ([]Findin
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Finding, error) {
 		var f Finding
-		err := row.Scan(&f.FoundAt, &f.Kind, &f.Action, &f.OrderID, &f.Tenant, &f.ProviderID, &f.Amount, &f.Currency, &f.Detail)
+		err := row.Scan(&f.ID, &f.FoundAt, &f.Kind, &f.Action, &f.OrderID, &f.Tenant, &f.ProviderID, &f.Amount, &f.Currency, &f.Detail)
 		return f, err
 	})
 }
