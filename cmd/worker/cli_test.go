@@ -31,6 +31,16 @@ func TestCommandLine(t *testing.T) {
 		{"reconcile report --help", 0, "output: table, or json", "is required"},
 		{"reconcile report -o yaml", 2, `want "table" or "json"`, "is required"},
 		{"reconcile report -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
+		{"findings list --help", 0, "--open", "is required"},
+		{"findings list --since -1h", 2, "want a positive --since", "is required"},
+		{"findings list extra", 2, "want a positive --since and no argument", "is required"},
+		{"findings list --open -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
+		{"findings ack --help", 0, "--by", "is required"},
+		{"findings ack --by ana", 2, "want at least one finding ID", "is required"},
+		{"findings ack 12", 2, "want --by NAME", "is required"},
+		{"findings ack 12 x --by ana", 2, `"x" is not a finding ID`, "is required"},
+		{"findings ack 12 --by", 2, "flag needs an argument", "is required"},
+		{"findings ack 12 --by ana --note done", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"migrate", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"dlq redrive", 1, "DATABASE_URL is required", "TEMPORAL"},
 		{"", 1, "DATABASE_URL is required", "usage"},
@@ -69,12 +79,12 @@ func TestFindingsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, names := objects(t, out.Bytes())
-	want := []string{"action", "amount", "currency", "detail", "found_at", "id", "kind", "order_id", "provider_id", "tenant"}
+	want := []string{"ack_note", "acknowledged_at", "acknowledged_by", "action", "amount", "currency", "detail", "found_at", "id", "kind", "order_id", "provider_id", "tenant"}
 	if len(rows) != 1 || !slices.Equal(names, want) {
 		t.Fatalf("fields %v, want %v", names, want)
 	}
 	r := rows[0]
-	if r["id"] != 7.0 || r["found_at"] != "2026-03-04T04:06:07Z" || r["order_id"] != "ord_1" || r["amount"] != 500.0 {
+	if r["id"] != 7.0 || r["found_at"] != "2026-03-04T04:06:07Z" || r["order_id"] != "ord_1" || r["amount"] != 500.0 || r["acknowledged_at"] != nil {
 		t.Fatalf("row %v", r)
 	}
 	out.Reset()

@@ -4,6 +4,9 @@
 //	worker                                 run until SIGTERM, then drain
 //	worker migrate                         apply the database migrations and exit
 //	worker bootstrap                       create the Temporal namespace and the Kafka topics
+//	worker reconcile report [--since D]    the reconciler's findings and what it did about each
+//	worker findings list [--open]          the findings, the open ones (not acknowledged) with --open
+//	worker findings ack ID... --by NAME    acknowledge findings
 //	worker dlq redrive [--event-id ID]...  re-publish dead letters to the requests topic, each once
 //	worker version                         print the build's version
 package main
@@ -43,6 +46,8 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		platform.MigrateCommand(getenv, stdout),
 		bootstrapCommand(getenv, stdout),
 		reconcileReportCommand(getenv, stdout),
+		findingsListCommand(getenv, stdout),
+		findingsAckCommand(getenv, stdout),
 		{Name: "dlq redrive", Args: "[--event-id ID]...",
 			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
 			Flags: func(fs *flag.FlagSet) {

@@ -81,10 +81,14 @@ func openDatabase(ctx context.Context, getenv func(string) string) (*pgxpool.Poo
 // findingsTable prints findings one a line.
 func findingsTable(w io.Writer, found []reconcile.Finding) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tFOUND\tKIND\tACTION\tTENANT\tORDER\tPROVIDER\tAMOUNT\tDETAIL")
+	fmt.Fprintln(tw, "ID\tFOUND\tKIND\tACTION\tTENANT\tORDER\tPROVIDER\tAMOUNT\tACKED\tDETAIL")
 	for _, f := range found {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d %s\t%s\n", f.ID, stamp(f.FoundAt), f.Kind, f.Action,
-			dash(f.Tenant), dash(f.OrderID), dash(f.ProviderID), f.Amount, f.Currency, f.Detail)
+		acked := "-"
+		if f.AckedAt != nil {
+			acked = stamp(*f.AckedAt) + " by " + f.AckedBy
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d %s\t%s\t%s\n", f.ID, stamp(f.FoundAt), f.Kind, f.Action,
+			dash(f.Tenant), dash(f.OrderID), dash(f.ProviderID), f.Amount, f.Currency, acked, f.Detail)
 	}
 	return tw.Flush()
 }
@@ -101,13 +105,18 @@ type findingJSON struct {
 	Amount     int64     `json:"amount"`
 	Currency   string    `json:"currency"`
 	Detail     string    `json:"detail"`
+	// The acknowledgement: null and "" while the finding is open.
+	AckedAt *time.Time `json:"acknowledged_at"`
+	AckedBy string     `json:"acknowledged_by"`
+	AckNote string     `json:"ack_note"`
 }
 
 func findingsJSON(found []reconcile.Finding) []findingJSON {
 	out := make([]findingJSON, 0, len(found))
 	for _, f := range found {
 		out = append(out, findingJSON{ID: f.ID, FoundAt: f.FoundAt.UTC(), Kind: f.Kind, Action: f.Action, Tenant: f.Tenant,
-			OrderID: f.OrderID, ProviderID: f.ProviderID, Amount: f.Amount, Currency: f.Currency, Detail: f.Detail})
+			OrderID: f.OrderID, ProviderID: f.ProviderID, Amount: f.Amount, Currency: f.Currency, Detail: f.Detail,
+			AckedAt: utc(f.AckedAt), AckedBy: f.AckedBy, AckNote: f.AckNote})
 	}
 	return out
 }

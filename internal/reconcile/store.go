@@ -28,6 +28,11 @@ type Finding struct {
 	Amount     int64
 	Currency   string
 	Detail     string
+	// AckedAt, AckedBy and AckNote say who acknowledged the finding, when and why;
+	// AckedAt is nil while it is open.
+	AckedAt *time.Time
+	AckedBy string
+	AckNote string
 }
 
 // Store is the reconcile_findings and reconcile_cursors tables, and what a pass
@@ -102,18 +107,7 @@ func (s *Store) Record(ctx context.Context, f Finding) (bool, error) {
 
 // Since returns the findings made at or after since, oldest first, at most limit.
 func (s *Store) Since(ctx context.Context, since time.Time, limit int) ([]Finding, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, found_at, kind, action, COALESCE(order_id, ''), COALESCE(tenant, ''), COALESCE(provider_id, ''),
-		       COALESCE(amount, 0), COALESCE(currency, ''), detail
-		FROM reconcile_findings WHERE found_at >= $1 ORDER BY found_at, id LIMIT $2`, since, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read findings: %w", err)
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Finding, error) {
-		var f Finding
-		err := row.Scan(&f.ID, &f.FoundAt, &f.Kind, &f.Action, &f.OrderID, &f.Tenant, &f.ProviderID, &f.Amount, &f.Currency, &f.Detail)
-		return f, err
-	})
+	return s.List(ctx, Filter{Since: since, Limit: limit})
 }
 
 // Cursor returns where the named cursor stands; false when it was never set.
