@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/quota"
 	"github.com/orderflow/orderflow/internal/reconcile"
 
 	"github.com/orderflow/orderflow/internal/platform/version"
@@ -41,6 +43,10 @@ func TestCommandLine(t *testing.T) {
 		{"findings ack 12 x --by ana", 2, `"x" is not a finding ID`, "is required"},
 		{"findings ack 12 --by", 2, "flag needs an argument", "is required"},
 		{"findings ack 12 --by ana --note done", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
+		{"tenants list --help", 0, "DATABASE_URL", "is required"},
+		{"tenants list -o csv", 2, `want "table" or "json"`, "is required"},
+		{"tenants list acme", 2, `unexpected argument "acme"`, "is required"},
+		{"tenants list -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"migrate", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"dlq redrive", 1, "DATABASE_URL is required", "TEMPORAL"},
 		{"", 1, "DATABASE_URL is required", "usage"},
@@ -90,5 +96,31 @@ func TestFindingsJSON(t *testing.T) {
 	out.Reset()
 	if err := writeJSON(&out, findingsJSON(nil)); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Fatalf("no findings: %q %v", out.String(), err)
+	}
+}
+
+// Every tenant any table names is one row, by name: keys alone, a budget alone,
+// orders alone; a budget's rate and burst are null on the default.
+func TestTenantRows(t *testing.T) {
+	last := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	rows := tenantRows(tenantSources{
+		keys:   map[string]int{"b": 2, "a": 0},
+		limits: map[string]quota.Limit{"c": {Rate: 5, Burst: 10}},
+		orders: map[string]orderstore.TenantOrders{"a": {Orders: 3, LastOrder: last}},
+	})
+	var out bytes.Buffer
+	if err := writeJSON(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	got, names := objects(t, out.Bytes())
+	want := []string{"active_keys", "burst", "last_order_at", "orders", "own_budget", "rate", "tenant"}
+	if len(got) != 3 || !slices.Equal(names, want) {
+		t.Fatalf("%d rows of %v, want 3 of %v", len(got), names, want)
+	}
+	a, b, c := got[0], got[1], got[2]
+	if a["tenant"] != "a" || a["orders"] != 3.0 || a["last_order_at"] != "2026-05-06T07:08:09Z" || a["active_keys"] != 0.0 || a["own_budget"] != false || a["rate"] != nil ||
+		b["tenant"] != "b" || b["active_keys"] != 2.0 || b["orders"] != 0.0 || b["last_order_at"] != nil ||
+		c["tenant"] != "c" || c["own_budget"] != true || c["rate"] != 5.0 || c["burst"] != 10.0 {
+		t.Fatalf("rows %v", got)
 	}
 }

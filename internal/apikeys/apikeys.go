@@ -122,3 +122,23 @@ func keyID(key string) (string, bool) {
 	}
 	return id, true
 }
+
+// ActiveKeys counts each tenant's keys that are not revoked, for every tenant that
+// ever had a key (0 when all are revoked).
+func (s *Store) ActiveKeys(ctx context.Context) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant, count(*) FILTER (WHERE revoked_at IS NULL) FROM api_keys GROUP BY tenant`)
+	if err != nil {
+		return nil, fmt.Errorf("count API keys: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var tenant string
+		var n int
+		if err := rows.Scan(&tenant, &n); err != nil {
+			return nil, fmt.Errorf("count API keys: %w", err)
+		}
+		out[tenant] = n
+	}
+	return out, rows.Err()
+}

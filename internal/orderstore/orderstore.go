@@ -450,3 +450,29 @@ func (s *Store) RebuildEnded(ctx context.Context, id string, to order.Status, pa
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// TenantOrders is what the orders table holds of one tenant.
+type TenantOrders struct {
+	Orders    int
+	LastOrder time.Time // when its newest order was created
+}
+
+// Tenants returns, for every tenant with an order, how many it has and when the
+// newest was created: one pass over orders_tenant_created.
+func (s *Store) Tenants(ctx context.Context) (map[string]TenantOrders, error) {
+	rows, err := s.db.Query(ctx, `SELECT tenant, count(*), max(created_at) FROM orders GROUP BY tenant`)
+	if err != nil {
+		return nil, fmt.Errorf("count orders by tenant: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]TenantOrders{}
+	for rows.Next() {
+		var tenant string
+		var t TenantOrders
+		if err := rows.Scan(&tenant, &t.Orders, &t.LastOrder); err != nil {
+			return nil, fmt.Errorf("count orders by tenant: %w", err)
+		}
+		out[tenant] = t
+	}
+	return out, rows.Err()
+}
