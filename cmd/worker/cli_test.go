@@ -47,6 +47,11 @@ func TestCommandLine(t *testing.T) {
 		{"tenants list -o csv", 2, `want "table" or "json"`, "is required"},
 		{"tenants list acme", 2, `unexpected argument "acme"`, "is required"},
 		{"tenants list -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
+		{"orders show --help", 0, "TEMPORAL_UI_URL", "is required"},
+		{"orders show", 2, "want one order ID or key", "is required"},
+		{"orders show a b", 2, "want one order ID or key", "is required"},
+		{"orders show k --tenant Bad:Name", 2, `--tenant "Bad:Name" is not a tenant name`, "is required"},
+		{"orders show k -o json --tenant acme", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"migrate", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
 		{"dlq redrive", 1, "DATABASE_URL is required", "TEMPORAL"},
 		{"", 1, "DATABASE_URL is required", "usage"},
@@ -122,5 +127,48 @@ func TestTenantRows(t *testing.T) {
 		b["tenant"] != "b" || b["active_keys"] != 2.0 || b["orders"] != 0.0 || b["last_order_at"] != nil ||
 		c["tenant"] != "c" || c["own_budget"] != true || c["rate"] != 5.0 || c["burst"] != 10.0 {
 		t.Fatalf("rows %v", got)
+	}
+}
+
+// The workflow's link escapes its ID (colons, a key's percent signs) as one path
+// segment; without TEMPORAL_UI_URL there is none.
+func TestWorkflowLink(t *testing.T) {
+	ui := temporalUI{base: "http://ui.example:8233/", namespace: "orders"}
+	got := ui.link("order:acme:http:a%2Fb c")
+	if want := "http://ui.example:8233/namespaces/orders/workflows/order:acme:http:a%252Fb%20c"; got != want {
+		t.Fatalf("link = %q, want %q", got, want)
+	}
+	if got := (temporalUI{namespace: "default"}).link("order:acme:x"); got != "" {
+		t.Fatalf("link without a UI = %q", got)
+	}
+}
+
+// An order as JSON: the API's fields and the operator's, lists as [] when empty,
+// no provider key and no fingerprint.
+func TestOrderViewJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := writeJSON(&out, []orderView{{Tenant: "acme", ID: "ord_1", Payments: []paymentView{{Kind: "intent"}}, Refunds: []refundView{}, Findings: findingsJSON(nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, names := objects(t, out.Bytes())
+	want := []string{"amount", "amount_refunded", "created_at", "currency", "customer_id", "dispute", "failure", "findings", "id", "items",
+		"payment_ref", "payments", "refunds", "status", "tenant", "updated_at", "workflow_id"}
+	if len(rows) != 1 || !slices.Equal(names, want) {
+		t.Fatalf("fields %v, want %v", names, want)
+	}
+	pay := rows[0]["payments"].([]any)[0].(map[string]any)
+	var payNames []string
+	for k := range pay {
+		payNames = append(payNames, k)
+	}
+	slices.Sort(payNames)
+	if !slices.Equal(payNames, []string{"amount", "created_at", "currency", "kind", "provider_id", "status", "updated_at"}) {
+		t.Fatalf("payment fields %v", payNames)
+	}
+	if r, ok := rows[0]["refunds"].([]any); !ok || len(r) != 0 {
+		t.Fatalf("refunds %v, want []", rows[0]["refunds"])
+	}
+	if strings.Contains(out.String(), "key") || strings.Contains(out.String(), "fingerprint") {
+		t.Fatalf("a key or fingerprint in %s", out.String())
 	}
 }

@@ -8,6 +8,7 @@
 //	worker findings list [--open]          the findings, the open ones (not acknowledged) with --open
 //	worker findings ack ID... --by NAME    acknowledge findings
 //	worker tenants list                    every tenant: its keys, its budget, its orders
+//	worker orders show ID|KEY              an order across tenants, its payments, refunds, findings, workflow
 //	worker dlq redrive [--event-id ID]...  re-publish dead letters to the requests topic, each once
 //	worker version                         print the build's version
 package main
@@ -50,6 +51,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		findingsListCommand(getenv, stdout),
 		findingsAckCommand(getenv, stdout),
 		tenantsListCommand(getenv, stdout),
+		ordersShowCommand(getenv, stdout),
 		{Name: "dlq redrive", Args: "[--event-id ID]...",
 			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
 			Flags: func(fs *flag.FlagSet) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -237,4 +238,34 @@ func (s *Store) Rebuild(ctx context.Context, orderID, intentID, chargeID string,
 		return fmt.Errorf("rebuild the payment of order %s: %w", orderID, err)
 	}
 	return nil
+}
+
+// Line is one provider call of an order as an operator sees it: never its key.
+type Line struct {
+	Kind       Kind
+	Status     Status
+	Amount     int64
+	Currency   string
+	ProviderID string // the intent, charge or refund the provider made; "" before
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// OfOrder returns the order's provider calls, oldest first.
+func (s *Store) OfOrder(ctx context.Context, orderID string) ([]Line, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT kind, status, amount, currency, COALESCE(provider_id, ''), created_at, updated_at
+		FROM payments WHERE order_id = $1 ORDER BY created_at, idempotency_key`, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("read the payments of %s: %w", orderID, err)
+	}
+	lines, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Line, error) {
+		var l Line
+		err := row.Scan(&l.Kind, &l.Status, &l.Amount, &l.Currency, &l.ProviderID, &l.CreatedAt, &l.UpdatedAt)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the payments of %s: %w", orderID, err)
+	}
+	return lines, nil
 }

@@ -476,3 +476,56 @@ func (s *Store) Tenants(ctx context.Context) (map[string]TenantOrders, error) {
 	}
 	return out, rows.Err()
 }
+
+// Located is an order found across tenants: its tenant, and its row.
+type Located struct {
+	Tenant string
+	Row
+}
+
+// tenantFirst scans a row whose first column is the tenant, then the columns.
+type tenantFirst struct {
+	pgx.Row
+	tenant *string
+}
+
+func (r tenantFirst) Scan(dest ...any) error { return r.Row.Scan(append([]any{r.tenant}, dest...)...) }
+
+// Locate returns the orders, of any tenant, whose ID is id or whose workflow ID is
+// one of workflowIDs, oldest first: an operator's lookup, not a tenant's.
+func (s *Store) Locate(ctx context.Context, id string, workflowIDs []string) ([]Located, error) {
+	rows, err := s.db.Query(ctx, `SELECT tenant, `+columns+` FROM orders WHERE id = $1 OR workflow_id = ANY($2)
+		ORDER BY created_at, id`, id, workflowIDs)
+	if err != nil {
+		return nil, fmt.Errorf("locate order %s: %w", id, err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Located, error) {
+		var l Located
+		var err error
+		l.Row, err = scan(tenantFirst{Row: row, tenant: &l.Tenant})
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("locate order %s: %w", id, err)
+	}
+	return found, nil
+}
+
+// TenantNames returns the tenants with an order, by name: a skip through
+// orders_tenant_created, one probe per tenant rather than a scan of every order.
+func (s *Store) TenantNames(ctx context.Context) ([]string, error) {
+	rows, err := s.db.Query(ctx, `
+		WITH RECURSIVE t (tenant) AS (
+			SELECT min(tenant) FROM orders
+			UNION ALL
+			SELECT (SELECT min(o.tenant) FROM orders o WHERE o.tenant > t.tenant) FROM t WHERE t.tenant IS NOT NULL)
+		SELECT tenant FROM t WHERE tenant IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants with orders: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list tenants with orders: %w", err)
+	}
+	return names, nil
+}
