@@ -61,7 +61,15 @@ type PaymentMetrics struct {
 	Unknown prometheus.Counter
 	// Unauthorized counts requests the provider refused for credentials: alert on it.
 	Unauthorized prometheus.Counter
+	// Refunds counts refund requests as they end, by outcome.
+	Refunds *prometheus.CounterVec
 }
+
+// The outcomes of orderflow_refunds_total.
+const (
+	outcomeSucceeded = "succeeded"
+	outcomeFailed    = "failed"
+)
 
 // NewPaymentMetrics registers the payment metrics.
 func NewPaymentMetrics(reg prometheus.Registerer) PaymentMetrics {
@@ -74,8 +82,15 @@ func NewPaymentMetrics(reg prometheus.Registerer) PaymentMetrics {
 			Name: "orderflow_payment_provider_unauthorized_total",
 			Help: "Provider requests refused for credentials (401/403); retried, never final. Alert when it grows.",
 		}),
+		Refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orderflow_refunds_total",
+			Help: "Refund requests ended: succeeded at the provider, or failed (refused, or nothing left to refund).",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.Unknown, m.Unauthorized)
+	// Both outcomes at zero: a rate of failures is there before the first one.
+	m.Refunds.WithLabelValues(outcomeSucceeded)
+	m.Refunds.WithLabelValues(outcomeFailed)
+	reg.MustRegister(m.Unknown, m.Unauthorized, m.Refunds)
 	return m
 }
 

@@ -214,8 +214,12 @@ func reservationOf(row refundstore.Row, res Reservation) Reservation {
 // refuse ends the refund FAILED for failure, on store (the pool's, or the locked
 // transaction's).
 func (a *Payments) refuse(ctx context.Context, store *refundstore.Store, id string, res Reservation, failure string) (Reservation, error) {
-	if err := store.Fail(ctx, id, failure); err != nil {
+	ended, err := store.Fail(ctx, id, failure)
+	if err != nil {
 		return res, err
+	}
+	if ended {
+		a.m.Refunds.WithLabelValues(outcomeFailed).Inc()
 	}
 	res.Status, res.Failure = refund.StatusFailed, failure
 	return res, nil
@@ -223,8 +227,12 @@ func (a *Payments) refuse(ctx context.Context, store *refundstore.Store, id stri
 
 // settleRefund records the refund SUCCEEDED as the provider shows it.
 func (a *Payments) settleRefund(ctx context.Context, id string, res Reservation, re provider.Refund) (Reservation, error) {
-	if err := a.refunds.Settle(ctx, id, re.ID, re.Amount); err != nil {
+	ended, err := a.refunds.Settle(ctx, id, re.ID, re.Amount)
+	if err != nil {
 		return res, err
+	}
+	if ended {
+		a.m.Refunds.WithLabelValues(outcomeSucceeded).Inc()
 	}
 	res.Status, res.Amount, res.ProviderRefundID, res.Failure = refund.StatusSucceeded, re.Amount, re.ID, ""
 	return res, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/activities"
@@ -36,6 +37,7 @@ import (
 type paidOrder struct {
 	pool   *pgxpool.Pool
 	pay    *activities.Payments
+	m      activities.PaymentMetrics
 	prov   *provider.Client
 	sim    *sandbox.Server
 	simURL string
@@ -51,7 +53,8 @@ func newPaidOrder(t *testing.T, amount int64) *paidOrder {
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
 	p := &paidOrder{pool: pool, sim: sim, simURL: srv.URL, prov: provider.New(provider.Config{URL: srv.URL, Timeout: 5 * time.Second}, nil)}
-	p.pay = activities.NewPayments(pool, p.prov, activities.NewPaymentMetrics(prometheus.NewRegistry()))
+	p.m = activities.NewPaymentMetrics(prometheus.NewRegistry())
+	p.pay = activities.NewPayments(pool, p.prov, p.m)
 	tenant := stacktest.Name("tenant")
 	wf := order.WorkflowID(tenant, order.FromHTTP, "k")
 	p.o = order.Order{ID: order.IDFor(wf), Tenant: tenant, WorkflowID: wf, CustomerID: "c", Currency: "USD",
@@ -268,5 +271,33 @@ func TestRefundOutcomesAreReadFromTheIntent(t *testing.T) {
 	row, err := refundstore.New(p.pool).Get(ctx, r.Tenant, r.ID)
 	if err != nil || row.Status != refund.StatusFailed || row.Holds() || row.Key != activities.SendKey(r.WorkflowID, 0) {
 		t.Fatalf("refused row: %+v, %v", row, err)
+	}
+}
+
+// A refund request is counted once as it ends, by outcome: one sent and retried
+// is one success; one for more than is left is one failure.
+func TestRefundsAreCountedOnceAsTheyEnd(t *testing.T) {
+	p := newPaidOrder(t, 500)
+	ctx := context.Background()
+	ok := p.request(t, 300)
+	if res, err := p.pay.ReserveRefund(ctx, ok); err != nil || res.Status != refund.StatusPending {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	for range 2 { // the activity retried
+		if res, err := p.send(t, ok, 0); err != nil || res.Status != refund.StatusSucceeded {
+			t.Fatalf("send: %+v, %v", res, err)
+		}
+	}
+	tooMuch := p.request(t, 300)
+	if res, err := p.pay.ReserveRefund(ctx, tooMuch); err != nil || res.Status != refund.StatusFailed {
+		t.Fatalf("reserve more than is left: %+v, %v", res, err)
+	}
+	if res, err := p.pay.ReserveRefund(ctx, tooMuch); err != nil || res.Status != refund.StatusFailed {
+		t.Fatalf("reserve again: %+v, %v", res, err)
+	}
+	succeeded := testutil.ToFloat64(p.m.Refunds.WithLabelValues("succeeded"))
+	failed := testutil.ToFloat64(p.m.Refunds.WithLabelValues("failed"))
+	if succeeded != 1 || failed != 1 {
+		t.Fatalf("refunds counted: %v succeeded, %v failed; want 1 and 1", succeeded, failed)
 	}
 }

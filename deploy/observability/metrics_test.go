@@ -264,7 +264,7 @@ func TestAnUndefinedMetricOrLabelFailsTheCheck(t *testing.T) {
 		}
 	}
 	for _, q := range []string{
-		`sum(rate(orderflow_refunds_total[5m]))`,
+		`sum(rate(orderflow_refund_outcomes_total[5m]))`,
 		`sum by (customer) (rate(orderflow_quota_refused_total[5m]))`,
 		`sum(rate(orderflow_quota_refused_total{customer="acme"}[5m]))`,
 		`sum(rate(orderflow_reconcile_discrepancies_total_bucket[5m]))`,

@@ -499,4 +499,8 @@ func TestAFailedListFailsThePassButNotTheRest(t *testing.T) {
 	if got := testutil.ToFloat64(r.metrics.LastPass); got < float64(before.Unix()) {
 		t.Errorf("the last completed pass at %v after a completed pass", got)
 	}
+	failed, completed := testutil.ToFloat64(r.metrics.Passes.WithLabelValues(passFailed)), testutil.ToFloat64(r.metrics.Passes.WithLabelValues(passCompleted))
+	if failed != 1 || completed != 1 {
+		t.Errorf("passes counted: %v failed, %v completed; want 1 and 1", failed, completed)
+	}
 }

@@ -161,13 +161,23 @@ type Reconciler struct {
 	opts     Options
 	found    *prometheus.CounterVec
 	lastPass prometheus.Gauge
+	passes   *prometheus.CounterVec
 }
 
 // Metrics are the reconciler's, registered in reg.
 type Metrics struct {
 	Found    *prometheus.CounterVec
 	LastPass prometheus.Gauge
+	// Passes counts passes by result: completed, or failed (a read that left part
+	// of a side unexamined; the next pass reads it again).
+	Passes *prometheus.CounterVec
 }
+
+// The results of orderflow_reconcile_passes_total.
+const (
+	passCompleted = "completed"
+	passFailed    = "failed"
+)
 
 // NewMetrics registers the reconciler's metrics in reg.
 func NewMetrics(reg prometheus.Registerer) Metrics {
@@ -177,7 +187,12 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 			[]string{"kind", "action"}),
 		LastPass: prometheus.NewGauge(prometheus.GaugeOpts{Name: "orderflow_reconcile_last_pass_timestamp_seconds",
 			Help: "When the last reconcile pass this process ran completed, or the process started if none has."}),
+		Passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "orderflow_reconcile_passes_total",
+			Help: "Reconcile passes this process ran, by result: completed, or failed (the next pass reads again what it left)."},
+			[]string{"result"}),
 	}
+	m.Passes.WithLabelValues(passCompleted)
+	m.Passes.WithLabelValues(passFailed)
 	// Every pair a pass can count, at zero: an alert sees the series before the
 	// first discrepancy.
 	for _, kind := range []string{KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders} {
@@ -199,13 +214,13 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	// restarted and never completes one is a stalled reconciler too, and the
 	// stall alert sees it three intervals later.
 	m.LastPass.SetToCurrentTime()
-	reg.MustRegister(m.Found, m.LastPass)
+	reg.MustRegister(m.Found, m.LastPass, m.Passes)
 	return m
 }
 
 // New returns a reconciler.
 func New(e Engine, p Provider, o Orders, l Ledger, f Findings, m Metrics, opts Options) *Reconciler {
-	return &Reconciler{engine: e, provider: p, orders: o, ledger: l, findings: f, opts: opts, found: m.Found, lastPass: m.LastPass}
+	return &Reconciler{engine: e, provider: p, orders: o, ledger: l, findings: f, opts: opts, found: m.Found, lastPass: m.LastPass, passes: m.Passes}
 }
 
 // ProviderRate is the most requests a second a pass sends the provider (give its
@@ -247,6 +262,16 @@ func (p *pass) rereadFrom(at time.Time) {
 // run; the cursor then stays where it was, and the pass does not count as
 // completed.
 func (r *Reconciler) Pass(ctx context.Context) (Report, error) {
+	rep, err := r.runPass(ctx)
+	result := passCompleted
+	if err != nil {
+		result = passFailed
+	}
+	r.passes.WithLabelValues(result).Inc()
+	return rep, err
+}
+
+func (r *Reconciler) runPass(ctx context.Context) (Report, error) {
 	p := &pass{start: time.Now()}
 	engineErr := r.engineSide(ctx, p)
 	if err := r.providerSides(ctx, p); err != nil {

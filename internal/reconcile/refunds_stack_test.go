@@ -70,7 +70,7 @@ func TestRefundRequestsExplainTheirRefunds(t *testing.T) {
 		return re.ID
 	}
 	done, onItsWay := request("done"), request("on-its-way")
-	if err := refunds.Settle(ctx, done.ID, refundAt("k-done", done.ID), 100); err != nil {
+	if _, err := refunds.Settle(ctx, done.ID, refundAt("k-done", done.ID), 100); err != nil {
 		t.Fatal(err)
 	}
 	refundAt("k-on-its-way", onItsWay.ID)

@@ -42,11 +42,14 @@ func TestRecordGetAndSettle(t *testing.T) {
 	if err := s.Reserve(ctx, r.ID, 50, "USD"); err != nil { // reserved already: kept
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, r.ID, "re_1", 100); err != nil {
-		t.Fatal(err)
+	if ended, err := s.Settle(ctx, r.ID, "re_1", 100); err != nil || !ended {
+		t.Fatalf("settle: ended %v, %v; want it ended", ended, err)
 	}
-	if err := s.Fail(ctx, r.ID, "too late"); err != nil { // settled: kept
-		t.Fatal(err)
+	if ended, err := s.Settle(ctx, r.ID, "re_1", 100); err != nil || ended { // a retry: ended once
+		t.Fatalf("settle again: ended %v, %v; want it ended before", ended, err)
+	}
+	if ended, err := s.Fail(ctx, r.ID, "too late"); err != nil || ended { // settled: kept
+		t.Fatalf("fail after settled: ended %v, %v; want it kept", ended, err)
 	}
 	row, err := s.GetByWorkflow(ctx, tenant, r.WorkflowID)
 	if err != nil || row.Status != refund.StatusSucceeded || row.Amount != 100 || row.ProviderRefundID != "re_1" || row.Failure != "" ||

@@ -62,24 +62,24 @@ func (s *Store) SetKey(ctx context.Context, id, key string) error {
 // Settle records that the provider refunded amount with providerRefundID. The
 // provider's word is final: a succeeded row is never changed again, and a FAILED
 // one that the provider shows refunded becomes SUCCEEDED.
-func (s *Store) Settle(ctx context.Context, id, providerRefundID string, amount int64) error {
-	_, err := s.db.Exec(ctx, `
+func (s *Store) Settle(ctx context.Context, id, providerRefundID string, amount int64) (bool, error) {
+	tag, err := s.db.Exec(ctx, `
 		UPDATE refunds SET status = $2, provider_refund_id = $3, amount = $4, failure = NULL, updated_at = now()
 		WHERE id = $1 AND status <> $2`, id, refund.StatusSucceeded, providerRefundID, amount)
 	if err != nil {
-		return fmt.Errorf("record refund %s as succeeded: %w", id, err)
+		return false, fmt.Errorf("record refund %s as succeeded: %w", id, err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // Fail ends a PENDING refund FAILED with failure: its reservation, if any, is
 // released (the amount stays for the record).
-func (s *Store) Fail(ctx context.Context, id, failure string) error {
-	_, err := s.db.Exec(ctx, `
+func (s *Store) Fail(ctx context.Context, id, failure string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `
 		UPDATE refunds SET status = $2, failure = $3, updated_at = now()
 		WHERE id = $1 AND status = $4`, id, refund.StatusFailed, failure, refund.StatusPending)
 	if err != nil {
-		return fmt.Errorf("record refund %s as failed: %w", id, err)
+		return false, fmt.Errorf("record refund %s as failed: %w", id, err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
