@@ -28,6 +28,12 @@ type Options struct {
 	StopTimeout time.Duration
 	// Interceptors wrap the worker's activities (the retry gauge).
 	Interceptors []interceptor.WorkerInterceptor
+	// Eager asks Temporal (when its dynamic config allows it) to hand an activity
+	// straight back to this worker when the workflow task that scheduled it
+	// completes and a slot is free, instead of through matching. Off by default:
+	// a task that skips matching skips its fair queue, and tenants' weights then
+	// no longer split the worker's slots.
+	Eager bool
 }
 
 // Activities are the activity structs the worker runs.
@@ -70,6 +76,7 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 		MaxConcurrentWorkflowTaskExecutionSize: o.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                      o.StopTimeout,
 		Interceptors:                           o.Interceptors,
+		DisableEagerActivities:                 !o.Eager,
 	})
 	w.RegisterWorkflow(workflows.Order)
 	w.RegisterWorkflow(orderv1.OrderWorkflow)

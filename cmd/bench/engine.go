@@ -161,8 +161,10 @@ func engineFigures(rs []Result) []Figure {
 			add(ratioFigure("CPU ms per raw Temporal workflow of the order's shape (vs DBOS's)", cpuTotal(shape), cpuTotal(peer), math.Inf(1), "-"))
 		}
 	}
-	if wait, ok := find(rs, "8b. "); ok {
-		out = append(out, Figure{Name: "Prefer: wait p50 ms at rest", Value: wait.P50ms, Target: "≤ 100 ms", Met: wait.P50ms <= 100})
+	for _, w := range []struct{ prefix, name string }{{"8b. ", "Prefer: wait p50 ms at rest"}, {"8f. ", "Prefer: wait p50 ms at rest, eager dispatch"}} {
+		if wait, ok := find(rs, w.prefix); ok {
+			out = append(out, Figure{Name: w.name, Value: wait.P50ms, Target: "≤ 100 ms", Met: wait.P50ms <= 100})
+		}
 	}
 	return out
 }

@@ -117,11 +117,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"5", one(b.kafkaIngress), true, false}, {"6", one(b.endToEnd), true, false},
 		{"6", one(b.baselineOneActivity), false, false}, {"6", one(b.baselineOrderShape), false, false},
 		{"6", one(b.peerOrderShape), false, false}, {"6", one(b.peerOneStep), false, false},
-		{"6", one(b.endToEndNotEager), true, false},
+		{"6", one(b.endToEndEager), true, false},
 		{"7", one(func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, true) }), false, false},
 		{"7", one(func(ctx context.Context) (Result, error) { return b.threeDSecure(ctx, false) }), false, false},
 		{"8", one(b.restPost), false, false}, {"8", one(b.restWait), false, false}, {"8", one(b.restReplay), false, false},
 		{"8", one(b.restEvent), false, false}, {"8", one(b.restRawUpdateWithStart), false, false},
+		{"8", one(b.restWaitEager), false, false}, {"8", one(b.restEventEager), false, false},
 		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, true) }, false, false},
 		{"9", func(ctx context.Context) ([]Result, error) { return b.fairness(ctx, false) }, false, false},
 		{"10", b.growth, false, false},
@@ -198,7 +199,7 @@ func finish(stdout io.Writer, rep Report, out, only string) error {
 	ratio(rep.Results, "5. Kafka ingress", "1. baseline start")
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
-	ratio(rep.Results, "6e. end to end, eager dispatch off", "6. end to end (HTTP until PAID)")
+	ratio(rep.Results, "6e. end to end, eager dispatch (EAGER_DISPATCH=true)", "6. end to end (HTTP until PAID)")
 	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
 	rep.Figures = append(figures(rep.Results), growthFigures(rep.Results)...)
 

@@ -39,10 +39,21 @@ func (b *bench) restPost(ctx context.Context) (Result, error) {
 
 // 8b. POST with Prefer: wait, answered 201 PAID.
 func (b *bench) restWait(ctx context.Context) (Result, error) {
-	name := "8b. at rest: POST, Prefer: wait → 201 PAID"
-	b.sampleHistories(name, func(i int) string { return order.WorkflowID(b.tenant, order.FromHTTP, fmt.Sprintf("rest-wait-%d", i)) })
+	return b.restWaitAs("8b. at rest: POST, Prefer: wait → 201 PAID", "rest-wait")
+}
+
+// 8f. 8b on a worker with EAGER_DISPATCH=true.
+func (b *bench) restWaitEager(ctx context.Context) (Result, error) {
+	return b.withEager(ctx, func(context.Context) (Result, error) {
+		return b.restWaitAs("8f. at rest: POST, Prefer: wait → 201 PAID, eager dispatch", "rest-wait-eager")
+	})
+}
+
+func (b *bench) restWaitAs(name, prefix string) (Result, error) {
+	key := func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+	b.sampleHistories(name, func(i int) string { return order.WorkflowID(b.tenant, order.FromHTTP, key(i)) })
 	lat, total, err := measure(restOps, 1, func(i int) error {
-		return b.paidWithin(fmt.Sprintf("rest-wait-%d", i), 30*time.Second)
+		return b.paidWithin(key(i), 30*time.Second)
 	})
 	return result(name, restOps, total, lat), err
 }
@@ -57,9 +68,20 @@ func (b *bench) restReplay(ctx context.Context) (Result, error) {
 
 // 8d. One event on the requests topic until its order is PAID in Postgres.
 func (b *bench) restEvent(ctx context.Context) (Result, error) {
-	name := "8d. at rest: event → PAID"
+	return b.restEventAs(ctx, "8d. at rest: event → PAID", "rest-event")
+}
+
+// 8g. 8d on a worker with EAGER_DISPATCH=true: its consumer's starts ask for the
+// first workflow task inline.
+func (b *bench) restEventEager(ctx context.Context) (Result, error) {
+	return b.withEager(ctx, func(ctx context.Context) (Result, error) {
+		return b.restEventAs(ctx, "8g. at rest: event → PAID, eager dispatch", "rest-event-eager")
+	})
+}
+
+func (b *bench) restEventAs(ctx context.Context, name, prefix string) (Result, error) {
 	b.sampleHistories(name, func(i int) string {
-		return order.WorkflowID(b.tenant, order.FromEvent, fmt.Sprintf("rest-event-%d", i))
+		return order.WorkflowID(b.tenant, order.FromEvent, fmt.Sprintf("%s-%d", prefix, i))
 	})
 	if err := b.consumeRequests("-rest"); err != nil {
 		return Result{Scenario: name}, err
@@ -68,7 +90,7 @@ func (b *bench) restEvent(ctx context.Context) (Result, error) {
 		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: b.kafka.Transport()}
 	defer w.Close()
 	lat, total, err := measure(restOps, 1, func(i int) error {
-		id := fmt.Sprintf("rest-event-%d", i)
+		id := fmt.Sprintf("%s-%d", prefix, i)
 		if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(fmt.Sprintf(`{"eventId":%q,"tenant":%q,"order":%s}`, id, b.tenant, orderJSON))}); err != nil {
 			return err
 		}

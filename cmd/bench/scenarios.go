@@ -341,23 +341,31 @@ func (b *bench) endToEnd(ctx context.Context) (Result, error) {
 	return b.endToEndAs(ctx, "6. end to end (HTTP until PAID)", "e2e")
 }
 
-// 6e. Scenario 6 with Temporal's eager dispatch off (scripts/stack eager off,
-// which restarts Temporal): every workflow task and activity goes through
-// matching. The stack is left with it on.
-func (b *bench) endToEndNotEager(ctx context.Context) (Result, error) {
-	name := "6e. end to end, eager dispatch off"
-	if err := b.stackSetting(ctx, "eager", "off"); err != nil {
-		return Result{Scenario: name}, err
-	}
+// 6e. Scenario 6 on a worker with EAGER_DISPATCH=true: PayIntent goes straight
+// back to the worker whose workflow task scheduled it, not through matching.
+func (b *bench) endToEndEager(ctx context.Context) (Result, error) {
+	return b.withEager(ctx, func(ctx context.Context) (Result, error) {
+		return b.endToEndAs(ctx, "6e. end to end, eager dispatch (EAGER_DISPATCH=true)", "e2e-eager")
+	})
+}
+
+// withEager runs a scenario on a worker with EAGER_DISPATCH=true in the running
+// one's place, its CPU read from after the swap, then puts a worker without it
+// back.
+func (b *bench) withEager(ctx context.Context, scenario func(context.Context) (Result, error)) (Result, error) {
+	b.procEnv["EAGER_DISPATCH"] = "true"
 	defer func() {
-		if err := b.stackSetting(context.WithoutCancel(ctx), "eager", "on"); err != nil {
-			fmt.Fprintln(b.out, "bench: restoring eager dispatch:", err)
+		delete(b.procEnv, "EAGER_DISPATCH")
+		if err := b.replaceWorker(b.consuming); err != nil {
+			fmt.Fprintln(b.out, "bench: a worker without eager dispatch:", err)
 		}
 	}()
-	// The restart replaced Temporal's process: its CPU is read from here on.
+	if err := b.replaceWorker(b.consuming); err != nil {
+		return Result{}, err
+	}
 	before := machineCPU()
-	res, err := b.endToEndAs(ctx, name, "e2e-not-eager")
-	res.CPUPerOp = cpuPerOp(before, machineCPU(), b.n)
+	res, err := scenario(ctx)
+	res.CPUPerOp = cpuPerOp(before, machineCPU(), max(res.N, 1))
 	return res, err
 }
 

@@ -39,7 +39,7 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, dl
 	opts := c.Consumer
 	opts.Budget = budget
 	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Policy: c.Policy, Logger: logger, Codec: base.Codec}
+		Policy: c.Policy, Logger: logger, Codec: base.Codec, Eager: c.Run.Eager}
 	in := intake.NewConsumer(setup, c.Consumer.Group,
 		refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()))
 	return consumer.New(opts, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil

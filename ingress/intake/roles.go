@@ -33,6 +33,10 @@ type Setup struct {
 	// Intents reads an order's intent for what its customer must do (nil: orders
 	// waiting on their customer show no next action).
 	Intents IntentReader
+	// Eager asks for each workflow's first task inline with its start, when a
+	// worker of the task queue runs on the same client (the worker's consumer):
+	// see worker.Options.Eager, which it goes with.
+	Eager bool
 }
 
 // IntentReader reads PaymentIntents from the provider.
@@ -45,7 +49,9 @@ func (s Setup) workflows() *Temporal {
 	if s.Codec != nil {
 		dc, _ = payloadcodec.Converters(s.Codec)
 	}
-	return NewTemporal(s.Temporal, dc, s.TaskQueue, s.Fairness, s.Policy)
+	t := NewTemporal(s.Temporal, dc, s.TaskQueue, s.Fairness, s.Policy)
+	t.eager = s.Eager
+	return t
 }
 
 // NewAPI is the intake of the API process. keys is its idempotency store, which

@@ -21,6 +21,7 @@ type Starter struct {
 	dc        converter.DataConverter // the client's, to read a workflow's input
 	taskQueue string
 	fair      fairness.Weights
+	eager     bool // first workflow tasks inline with their starts
 }
 
 // Starter is the Setup's starter, for a kind of workflow other than orders.
@@ -32,7 +33,7 @@ func (s Setup) Starter() Starter {
 // Start starts the workflow, or finds it: a running workflow absorbs the
 // duplicate, and so does a closed one, whose ID can never start a second run.
 func (s Starter) Start(ctx context.Context, tenant, workflowID string, workflow, input any) (Run, error) {
-	run, err := s.c.ExecuteWorkflow(ctx, s.eager(s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false)), workflow, input)
+	run, err := s.c.ExecuteWorkflow(ctx, s.eagerly(s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false)), workflow, input)
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %s: %w", workflowID, err)
 	}
@@ -42,7 +43,7 @@ func (s Starter) Start(ctx context.Context, tenant, workflowID string, workflow,
 // StartNew starts the workflow; created is false when the ID exists, running or
 // closed (and still retained).
 func (s Starter) StartNew(ctx context.Context, tenant, workflowID string, workflow, input any) (bool, error) {
-	_, err := s.c.ExecuteWorkflow(ctx, s.eager(s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, true)), workflow, input)
+	_, err := s.c.ExecuteWorkflow(ctx, s.eagerly(s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, true)), workflow, input)
 	var exists *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &exists):
@@ -53,13 +54,13 @@ func (s Starter) StartNew(ctx context.Context, tenant, workflowID string, workfl
 	return true, nil
 }
 
-// eager asks for the workflow's first task inline when a worker of the task queue
-// runs on the same client (the Kafka consumer's, in the worker's process): the
-// task skips matching, one less dispatch for the server. Elsewhere (the API) the
-// SDK asks for nothing; no worker here uses build-ID versioning, which eager
-// start would not respect.
-func (s Starter) eager(o client.StartWorkflowOptions) client.StartWorkflowOptions {
-	o.EnableEagerStart = true
+// eagerly asks, when the Setup says so, for the workflow's first task inline
+// with its start when a worker of the task queue runs on the same client (the
+// Kafka consumer's, in the worker's process): the task skips matching, and with
+// it its fair queue. Elsewhere (the API) the SDK asks for nothing. No worker here
+// uses build-ID versioning, which eager start would not respect.
+func (s Starter) eagerly(o client.StartWorkflowOptions) client.StartWorkflowOptions {
+	o.EnableEagerStart = s.eager
 	return o
 }
 

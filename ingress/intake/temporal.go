@@ -26,6 +26,7 @@ type Temporal struct {
 	taskQueue string
 	fair      fairness.Weights
 	policy    workflows.Policy
+	eager     bool // first workflow tasks inline with their starts
 }
 
 var _ Workflows = (*Temporal)(nil)
@@ -45,7 +46,7 @@ func (t *Temporal) Placed(ctx context.Context, workflowID string) (order.Order, 
 }
 
 func (t *Temporal) starter() Starter {
-	return Starter{c: t.c, dc: t.dc, taskQueue: t.taskQueue, fair: t.fair}
+	return Starter{c: t.c, dc: t.dc, taskQueue: t.taskQueue, fair: t.fair, eager: t.eager}
 }
 
 // Start starts (or finds) the order's workflow and returns its run.

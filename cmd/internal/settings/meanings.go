@@ -49,6 +49,7 @@ func meanings() map[string]string {
 		"DRAIN_DELAY":                            "time between /readyz turning 503 and the listener closing",
 		"MAX_CONCURRENT_ACTIVITIES":              "activity slots",
 		"MAX_CONCURRENT_WORKFLOW_TASKS":          "workflow task slots",
+		"EAGER_DISPATCH":                         "hand an activity straight back to the worker whose task scheduled it, and an order placed by event its first task with its start, skipping matching when a slot is free (the server must allow it: `system.enableActivityEagerExecution`, `system.enableEagerWorkflowStart`); lower latency, but tasks that skip matching skip its fair queue, so tenants' weights no longer split the slots",
 		"WORKER_STOP_TIMEOUT":                    "how long a stop lets running activities finish before handing them back; under `SHUTDOWN_TIMEOUT`",
 		"CODEC_ADDR":                             "the codec endpoint's own listener (/codec/ for the Temporal Web UI); unset: none. It needs a credential below, or the worker does not start",
 		"KAFKA_CLOSE_TIMEOUT":                    "how long a kafka-go reader or writer may take to close before it is abandoned",
