@@ -45,6 +45,7 @@ func LoadWorker(e *config.Env) (Worker, error) {
 			MaxConcurrentActivities:    e.Int("MAX_CONCURRENT_ACTIVITIES", 100),
 			MaxConcurrentWorkflowTasks: e.Int("MAX_CONCURRENT_WORKFLOW_TASKS", 50),
 			StopTimeout:                e.Duration("WORKER_STOP_TIMEOUT", 15*time.Second),
+			Eager:                      e.Bool("EAGER_DISPATCH", false),
 		},
 		OpsAddr:           e.String("OPS_ADDR", ":9090"),
 		CodecAddr:         e.String("CODEC_ADDR", ""),
