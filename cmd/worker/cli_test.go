@@ -30,6 +30,14 @@ func TestCommandLine(t *testing.T) {
 		{"dlq redrive --help", 0, "--event-id", "is required"},
 		{"dlq redrive extra", 2, `unexpected argument "extra"`, "is required"},
 		{"dlq", 2, `unknown command "dlq"`, "is required"},
+		{"dlq redrive --help", 0, "--dry-run", "is required"},
+		{"dlq list --help", 0, "DLQ_TOPIC", "is required"},
+		{"dlq list extra", 2, `unexpected argument "extra"`, "is required"},
+		{"dlq list -o xml", 2, `want "table" or "json"`, "is required"},
+		{"dlq show --help", 0, "PAYLOAD_KEYS", "is required"},
+		{"dlq show", 2, "want one PARTITION:OFFSET", "is required"},
+		{"dlq show 1", 2, `"1" is not PARTITION:OFFSET`, "is required"},
+		{"dlq show 0:-1", 2, `"0:-1" is not PARTITION:OFFSET`, "is required"},
 		{"reconcile report --help", 0, "output: table, or json", "is required"},
 		{"reconcile report -o yaml", 2, `want "table" or "json"`, "is required"},
 		{"reconcile report -o json", 1, "DATABASE_URL is required", "PAYLOAD_KEYS"},
@@ -61,6 +69,17 @@ func TestCommandLine(t *testing.T) {
 		if code != row.code || !strings.Contains(out.String(), row.out) || strings.Contains(out.String(), row.noOut) {
 			t.Errorf("worker %s: exit %d, want %d; output:\n%s", row.args, code, row.code, out.String())
 		}
+	}
+}
+
+// A dead letter's value is sealed: without the payload keys, dlq show refuses
+// before it reads anything.
+func TestDLQShowNeedsThePayloadKeys(t *testing.T) {
+	env := map[string]string{"KAFKA_BROKERS": "127.0.0.1:1"}
+	var out bytes.Buffer
+	code := app(func(k string) string { return env[k] }, &out, &out).Run(context.Background(), []string{"dlq", "show", "0:0"})
+	if code != 2 || !strings.Contains(out.String(), "PAYLOAD_KEYS is not set") {
+		t.Fatalf("dlq show without PAYLOAD_KEYS: exit %d, want 2; output:\n%s", code, out.String())
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 // command runs a subcommand: migrate, or dlq redrive.
 // redrive is `worker dlq redrive [--event-id ID]...`.
-func redrive(ctx context.Context, getenv func(string) string, ids []string, stdout io.Writer) error {
+func redrive(ctx context.Context, getenv func(string) string, ids []string, dryRun bool, stdout io.Writer) error {
 	e := config.New(getenv)
 	url, kafka, keys := e.Required("DATABASE_URL"), e.Kafka(), e.Required("PAYLOAD_KEYS")
 	_, requests, dlq := settings.Topics(e)
@@ -37,8 +37,12 @@ func redrive(ctx context.Context, getenv func(string) string, ids []string, stdo
 	w := kafkaclient.NewWriter(kafka, "")
 	defer w.Close()
 	sum, err := consumer.Redrive(ctx, kafka, consumer.RedriveOptions{
-		DLQTopic: dlq, RequestsTopic: requests, EventIDs: ids, Progress: 1000,
+		DLQTopic: dlq, RequestsTopic: requests, EventIDs: ids, Progress: 1000, DryRun: dryRun,
 	}, w, consumer.NewRedrives(pool), payloadcodec.New(ring), logger)
+	if dryRun {
+		fmt.Fprintf(stdout, "dry run, nothing written: %s -> %s: %s (redriven: would be)\n", dlq, requests, sum)
+		return err
+	}
 	fmt.Fprintf(stdout, "%s -> %s: %s\n", dlq, requests, sum)
 	return err
 }

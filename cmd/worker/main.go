@@ -41,6 +41,7 @@ func main() {
 // app is the worker binary's commands; each reads only the settings it uses.
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 	var ids stringList
+	var dryRun bool
 	return cli.App{Name: "worker", Summary: "orderflow's Temporal worker and Kafka ingress", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
 		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serve(ctx, getenv, stdout)
@@ -52,16 +53,19 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		findingsAckCommand(getenv, stdout),
 		tenantsListCommand(getenv, stdout),
 		ordersShowCommand(getenv, stdout),
-		{Name: "dlq redrive", Args: "[--event-id ID]...",
+		dlqListCommand(getenv, stdout),
+		dlqShowCommand(getenv, stdout, stderr),
+		{Name: "dlq redrive", Args: "[--event-id ID]... [--dry-run]",
 			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
 			Flags: func(fs *flag.FlagSet) {
 				fs.Var(&ids, "event-id", "redrive only this eventId (repeatable); default: all")
+				fs.BoolVar(&dryRun, "dry-run", false, "say what would be redriven; write and record nothing")
 			},
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
 				if fs.NArg() > 0 {
 					return cli.Usagef("unexpected argument %q", fs.Arg(0))
 				}
-				return redrive(ctx, getenv, ids, stdout)
+				return redrive(ctx, getenv, ids, dryRun, stdout)
 			}},
 	}}
 }

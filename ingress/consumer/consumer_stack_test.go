@@ -3,7 +3,9 @@
 package consumer_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -450,4 +452,58 @@ func TestRedriveAfterTheDeadLetterTopicIsRecreated(t *testing.T) {
 			stacktest.RecreateTopic(t, p.dlq, 1)
 		}
 	}
+}
+
+// An operator lists a dead letter (where from and why, not its value), opens it
+// with the payload keys, and a dry run of its redrive counts it without writing
+// or recording it: the real redrive after it still sends it, once.
+func TestDeadLettersAreListedOpenedAndDryRun(t *testing.T) {
+	p := newPipeline(t)
+	ctx := context.Background()
+	w := p.writer("")
+	defer w.Close()
+	late := stacktest.Name("late")
+	p.produce(t, kafka.Message{Key: []byte("k"), Value: event("dry", late)})
+	_, stop := p.runConsumer(t)
+	p.deadLetters(t, 1)
+	stop()
+
+	var infos []consumer.LetterInfo
+	var letters []kafka.Message
+	if err := consumer.Letters(ctx, p.Kafka, p.dlq, func(m kafka.Message, _ int64) error {
+		infos, letters = append(infos, consumer.Describe(m)), append(letters, m)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].FromTopic != p.requests || infos[0].Group != p.group || infos[0].Error == "" || !infos[0].Sealed || !infos[0].Whole {
+		t.Fatalf("listed %+v", infos)
+	}
+	if bytes.Contains(letters[0].Value, []byte(late)) {
+		t.Fatal("the dead letter's value is readable without the keys")
+	}
+	m, err := consumer.Letter(ctx, p.Kafka, p.dlq, infos[0].Partition, infos[0].Offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, whole, err := consumer.Open(m, p.Codec)
+	if err != nil || !whole || !bytes.Equal(orig.Value, event("dry", late)) || string(orig.Key) != "k" {
+		t.Fatalf("opened %q key %q whole %v: %v", orig.Value, orig.Key, whole, err)
+	}
+	if _, err := consumer.Letter(ctx, p.Kafka, p.dlq, infos[0].Partition, infos[0].Offset+1); !errors.Is(err, consumer.ErrNoLetter) {
+		t.Fatalf("a letter past the end: %v, want ErrNoLetter", err)
+	}
+
+	redrive := func(dry bool, want consumer.RedriveSummary) {
+		t.Helper()
+		opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, DryRun: dry}
+		sum, err := consumer.Redrive(ctx, p.Kafka, opts, w, consumer.NewRedrives(p.Pool), p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil || sum != want {
+			t.Fatalf("redrive (dry run %v): %+v, %v; want %+v", dry, sum, err, want)
+		}
+	}
+	redrive(true, consumer.RedriveSummary{Read: 1, Redriven: 1})
+	redrive(true, consumer.RedriveSummary{Read: 1, Redriven: 1}) // recorded nothing
+	redrive(false, consumer.RedriveSummary{Read: 1, Redriven: 1})
+	redrive(true, consumer.RedriveSummary{Read: 1, Before: 1})
 }

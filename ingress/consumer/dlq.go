@@ -197,6 +197,9 @@ type RedriveOptions struct {
 	EventIDs      []string // only these; all when empty
 	// Progress is how many dead letters between two progress lines.
 	Progress int
+	// DryRun counts what would be redriven (Redriven), writing and recording
+	// nothing.
+	DryRun bool
 }
 
 // Redrive re-publishes the dead letters present in the dead-letter topic when it
@@ -208,46 +211,135 @@ type RedriveOptions struct {
 // a Topic of its own.
 func Redrive(ctx context.Context, cluster kafkaclient.Cluster, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, logger *slog.Logger) (RedriveSummary, error) {
 	var sum RedriveSummary
+	err := Letters(ctx, cluster, opts.DLQTopic, func(m kafka.Message, last int64) error {
+		if err := redriveOne(ctx, m, opts, w, done, keys, &sum); err != nil {
+			return err
+		}
+		if opts.Progress > 0 && sum.Read%opts.Progress == 0 {
+			logger.Info("redrive progress", "partition", m.Partition, "offset", m.Offset, "of", last, "summary", sum.String())
+		}
+		return nil
+	})
+	return sum, err
+}
+
+// Letters calls fn with each dead letter present in topic when it starts,
+// partition by partition, and the partition's end offset then.
+func Letters(ctx context.Context, cluster kafkaclient.Cluster, topic string, fn func(m kafka.Message, last int64) error) error {
 	conn, err := cluster.Dial(ctx)
 	if err != nil {
-		return sum, err
+		return err
 	}
-	parts, err := conn.ReadPartitions(opts.DLQTopic)
+	parts, err := conn.ReadPartitions(topic)
 	conn.Close()
 	if err != nil {
-		return sum, fmt.Errorf("partitions of %s: %w", opts.DLQTopic, err)
+		return fmt.Errorf("partitions of %s: %w", topic, err)
 	}
+	slices.SortFunc(parts, func(a, b kafka.Partition) int { return a.ID - b.ID })
 	for _, p := range parts {
-		first, last, err := kafkaclient.Bounds(ctx, cluster, opts.DLQTopic, p.ID)
+		first, last, err := kafkaclient.Bounds(ctx, cluster, topic, p.ID)
 		if err != nil {
-			return sum, err
+			return err
 		}
 		if first >= last {
 			continue
 		}
-		r := cluster.NewReader(kafka.ReaderConfig{Topic: opts.DLQTopic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
-		if err := r.SetOffset(first); err != nil {
-			r.Close()
-			return sum, fmt.Errorf("seek %s/%d: %w", opts.DLQTopic, p.ID, err)
+		if err := readRange(ctx, cluster, topic, p.ID, first, last, func(m kafka.Message) error { return fn(m, last) }); err != nil {
+			return err
 		}
-		for offset := first; offset < last; {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				return sum, fmt.Errorf("read %s/%d at %d: %w", opts.DLQTopic, p.ID, offset, err)
-			}
-			offset = m.Offset + 1
-			if err := redriveOne(ctx, m, opts, w, done, keys, &sum); err != nil {
-				r.Close()
-				return sum, err
-			}
-			if opts.Progress > 0 && sum.Read%opts.Progress == 0 {
-				logger.Info("redrive progress", "partition", p.ID, "offset", m.Offset, "of", last, "summary", sum.String())
-			}
-		}
-		r.Close()
 	}
-	return sum, nil
+	return nil
+}
+
+// readRange calls fn with each message of the partition from first up to last.
+func readRange(ctx context.Context, cluster kafkaclient.Cluster, topic string, partition int, first, last int64, fn func(kafka.Message) error) error {
+	r := cluster.NewReader(kafka.ReaderConfig{Topic: topic, Partition: partition, MaxWait: 200 * time.Millisecond})
+	defer r.Close()
+	if err := r.SetOffset(first); err != nil {
+		return fmt.Errorf("seek %s/%d: %w", topic, partition, err)
+	}
+	for offset := first; offset < last; {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s/%d at %d: %w", topic, partition, offset, err)
+		}
+		offset = m.Offset + 1
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Letter reads the dead letter at partition:offset of topic.
+func Letter(ctx context.Context, cluster kafkaclient.Cluster, topic string, partition int, offset int64) (kafka.Message, error) {
+	first, last, err := kafkaclient.Bounds(ctx, cluster, topic, partition)
+	if err != nil {
+		return kafka.Message{}, err
+	}
+	if offset < first || offset >= last {
+		return kafka.Message{}, fmt.Errorf("%w: %s/%d holds offsets %d to %d", ErrNoLetter, topic, partition, first, last-1)
+	}
+	var found kafka.Message
+	err = readRange(ctx, cluster, topic, partition, offset, offset+1, func(m kafka.Message) error {
+		found = m
+		return nil
+	})
+	if err == nil && found.Offset != offset {
+		err = fmt.Errorf("%w: %s/%d@%d (compacted away)", ErrNoLetter, topic, partition, offset)
+	}
+	return found, err
+}
+
+// ErrNoLetter is a dead letter that is not in its topic.
+var ErrNoLetter = errors.New("no such dead letter")
+
+// Describe is what a dead letter says of itself in its headers: where it came
+// from and why, never its value.
+func Describe(m kafka.Message) LetterInfo {
+	li := LetterInfo{Partition: m.Partition, Offset: m.Offset, Time: m.Time, Bytes: len(m.Value), Whole: true}
+	for _, h := range m.Headers {
+		v := string(h.Value)
+		switch h.Key {
+		case HeaderTopic:
+			li.FromTopic = v
+		case HeaderPartition:
+			li.FromPartition, _ = strconv.Atoi(v)
+		case HeaderOffset:
+			li.FromOffset, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderError:
+			li.Error = v
+		case HeaderGroup:
+			li.Group = v
+		case HeaderSealed:
+			li.Sealed = true
+		case HeaderValueSHA256:
+			li.Whole = false
+		}
+	}
+	return li
+}
+
+// LetterInfo describes a dead letter without its value.
+type LetterInfo struct {
+	Partition     int       `json:"partition"`
+	Offset        int64     `json:"offset"`
+	Time          time.Time `json:"dead_lettered_at"`
+	FromTopic     string    `json:"from_topic"`
+	FromPartition int       `json:"from_partition"`
+	FromOffset    int64     `json:"from_offset"`
+	Group         string    `json:"consumer_group"`
+	Error         string    `json:"error"`
+	Sealed        bool      `json:"sealed"`
+	Whole         bool      `json:"whole"`
+	Bytes         int       `json:"bytes"`
+}
+
+// Open is the message a dead letter was made from, its value opened with keys
+// when sealed; whole is false for a letter that kept only its value's start.
+func Open(m kafka.Message, keys Sealer) (out kafka.Message, whole bool, err error) {
+	out, _, whole, err = original(m, keys)
+	return out, whole, err
 }
 
 // redriveOne sends one dead letter back, unless it is not to be.
@@ -276,6 +368,10 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 	}
 	if already {
 		sum.Before++
+		return nil
+	}
+	if opts.DryRun {
+		sum.Redriven++
 		return nil
 	}
 	out.Topic = opts.RequestsTopic
