@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/quota"
 
+	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/version"
 )
 
@@ -80,7 +81,7 @@ func TestKeysListJSON(t *testing.T) {
 	err := printKeys(&out, []apikeys.Info{
 		{Prefix: "of_aaaaaaaaaaaa", Tenant: "acme", CreatedAt: revoked.Add(-time.Hour)},
 		{Prefix: "of_bbbbbbbbbbbb", Tenant: "acme", CreatedAt: revoked.Add(-2 * time.Hour), RevokedAt: &revoked},
-	}, asJSON)
+	}, cli.JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestKeysListJSON(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 	out.Reset()
-	if err := printKeys(&out, nil, asJSON); err != nil || strings.TrimSpace(out.String()) != "[]" {
+	if err := printKeys(&out, nil, cli.JSON); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Fatalf("no keys: %q %v", out.String(), err)
 	}
 }
@@ -102,7 +103,7 @@ func TestKeysListJSON(t *testing.T) {
 // Budgets listed as JSON: one object per tenant, sorted, with its rate and burst.
 func TestLimitsListJSON(t *testing.T) {
 	var out bytes.Buffer
-	if err := printLimits(&out, map[string]quota.Limit{"b": {Rate: 2.5, Burst: 5}, "a": {Rate: 10, Burst: 20}}, asJSON); err != nil {
+	if err := printLimits(&out, map[string]quota.Limit{"b": {Rate: 2.5, Burst: 5}, "a": {Rate: 10, Burst: 20}}, cli.JSON); err != nil {
 		t.Fatal(err)
 	}
 	names, rows := fields(t, out.Bytes())
@@ -111,7 +112,7 @@ func TestLimitsListJSON(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 	out.Reset()
-	if err := printLimits(&out, map[string]quota.Limit{"a": {Rate: 10, Burst: 20}}, asTable); err != nil || out.String() != "a\t10/s\tburst 20\n" {
+	if err := printLimits(&out, map[string]quota.Limit{"a": {Rate: 10, Burst: 20}}, cli.Table); err != nil || out.String() != "a\t10/s\tburst 20\n" {
 		t.Fatalf("table %q %v", out.String(), err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // keys is `api keys create|list|revoke`: it reads DATABASE_URL (and
 // API_KEY_CACHE_TTL to say when a revoked key stops working), nothing else.
-func keys(ctx context.Context, getenv func(string) string, op, tenant string, args []string, out format, stdout io.Writer) error {
+func keys(ctx context.Context, getenv func(string) string, op, tenant string, args []string, out cli.Format, stdout io.Writer) error {
 	switch {
 	case op != "revoke" && (tenant == "" || len(args) > 0):
 		return cli.Usagef("want --tenant NAME and no other argument")
@@ -63,8 +63,8 @@ type keyJSON struct {
 	Active    bool       `json:"active"`
 }
 
-func printKeys(w io.Writer, infos []apikeys.Info, out format) error {
-	if out == asJSON {
+func printKeys(w io.Writer, infos []apikeys.Info, out cli.Format) error {
+	if out == cli.JSON {
 		rows := make([]keyJSON, 0, len(infos))
 		for _, k := range infos {
 			row := keyJSON{Prefix: k.Prefix, Tenant: k.Tenant, CreatedAt: k.CreatedAt.UTC(), Active: k.RevokedAt == nil}
@@ -74,7 +74,7 @@ func printKeys(w io.Writer, infos []apikeys.Info, out format) error {
 			}
 			rows = append(rows, row)
 		}
-		return writeJSON(w, rows)
+		return cli.WriteJSON(w, rows)
 	}
 	for _, k := range infos {
 		state := "active"

@@ -16,7 +16,7 @@ import (
 
 // limits is `api limits set|clear|list`: a tenant's own request budget, read by
 // every process within TENANT_LIMITS_REFRESH. It reads DATABASE_URL.
-func limits(ctx context.Context, getenv func(string) string, op, tenant string, l quota.Limit, args []string, out format, stdout io.Writer) error {
+func limits(ctx context.Context, getenv func(string) string, op, tenant string, l quota.Limit, args []string, out cli.Format, stdout io.Writer) error {
 	switch {
 	case len(args) > 0:
 		return cli.Usagef("unexpected argument %q", args[0])
@@ -66,13 +66,13 @@ type limitJSON struct {
 	Burst  int     `json:"burst"`
 }
 
-func printLimits(w io.Writer, all map[string]quota.Limit, out format) error {
+func printLimits(w io.Writer, all map[string]quota.Limit, out cli.Format) error {
 	rows := make([]limitJSON, 0, len(all))
 	for _, t := range slices.Sorted(maps.Keys(all)) {
 		rows = append(rows, limitJSON{Tenant: t, Rate: all[t].Rate, Burst: all[t].Burst})
 	}
-	if out == asJSON {
-		return writeJSON(w, rows)
+	if out == cli.JSON {
+		return cli.WriteJSON(w, rows)
 	}
 	for _, r := range rows {
 		if _, err := fmt.Fprintf(w, "%s\t%g/s\tburst %d\n", r.Tenant, r.Rate, r.Burst); err != nil {

@@ -13,8 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,8 +41,8 @@ func main() {
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 	var tenant *string
 	tenantFlag := func(fs *flag.FlagSet) { tenant = fs.String("tenant", "", "the tenant the keys belong to (required)") }
-	var out format
-	listFlags := func(fs *flag.FlagSet) { tenantFlag(fs); outputFlag(fs, &out) }
+	var out cli.Format
+	listFlags := func(fs *flag.FlagSet) { tenantFlag(fs); cli.OutputFlag(fs, &out) }
 	var rate *float64
 	var burst *int
 	limitFlags := func(fs *flag.FlagSet) {
@@ -59,7 +57,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		platform.MigrateCommand(getenv, stdout),
 		{Name: "keys create", Args: "--tenant NAME", Summary: "print a new API key for the tenant, shown once (DATABASE_URL)", Flags: tenantFlag,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return keys(ctx, getenv, "create", *tenant, fs.Args(), asTable, stdout)
+				return keys(ctx, getenv, "create", *tenant, fs.Args(), cli.Table, stdout)
 			}},
 		{Name: "keys list", Args: "--tenant NAME [-o json]", Summary: "list the tenant's keys by prefix (DATABASE_URL)", Flags: listFlags,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
@@ -67,18 +65,18 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 			}},
 		{Name: "keys revoke", Args: "KEY_PREFIX", Summary: "revoke a key (DATABASE_URL, API_KEY_CACHE_TTL)",
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return keys(ctx, getenv, "revoke", "", fs.Args(), asTable, stdout)
+				return keys(ctx, getenv, "revoke", "", fs.Args(), cli.Table, stdout)
 			}},
 		{Name: "limits set", Args: "--tenant NAME --rate R --burst B", Summary: "give the tenant its own request budget (DATABASE_URL)", Flags: limitFlags,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return limits(ctx, getenv, "set", *tenant, quota.Limit{Rate: *rate, Burst: *burst}, fs.Args(), asTable, stdout)
+				return limits(ctx, getenv, "set", *tenant, quota.Limit{Rate: *rate, Burst: *burst}, fs.Args(), cli.Table, stdout)
 			}},
 		{Name: "limits clear", Args: "--tenant NAME", Summary: "put the tenant back on the default budget (DATABASE_URL)", Flags: tenantFlag,
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				return limits(ctx, getenv, "clear", *tenant, quota.Limit{}, fs.Args(), asTable, stdout)
+				return limits(ctx, getenv, "clear", *tenant, quota.Limit{}, fs.Args(), cli.Table, stdout)
 			}},
 		{Name: "limits list", Args: "[-o json]", Summary: "list the tenants with a budget of their own (DATABASE_URL)",
-			Flags: func(fs *flag.FlagSet) { outputFlag(fs, &out) },
+			Flags: func(fs *flag.FlagSet) { cli.OutputFlag(fs, &out) },
 			Run: func(ctx context.Context, fs *flag.FlagSet) error {
 				return limits(ctx, getenv, "list", "", quota.Limit{}, fs.Args(), out, stdout)
 			}},
@@ -107,42 +105,4 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	return httpapi.Serve(ctx, handler, base.Registry, base.Ready, c.Serve, logger)
-}
-
-// format is a listing's -o: a table for people, or JSON for scripts.
-type format string
-
-const (
-	asTable format = "table"
-	asJSON  format = "json"
-)
-
-func (f *format) String() string { return string(*f) }
-
-func (f *format) Set(v string) error {
-	switch format(v) {
-	case asTable, asJSON:
-		*f = format(v)
-		return nil
-	}
-	return errors.New(`want "table" or "json"`)
-}
-
-// outputFlag declares -o on fs, table unless given.
-func outputFlag(fs *flag.FlagSet, f *format) {
-	*f = asTable
-	fs.Var(f, "o", "output: table, or json (one array of objects)")
-}
-
-// writeJSON writes rows as one JSON array: [] for none, never null.
-func writeJSON[T any](w io.Writer, rows []T) error {
-	if rows == nil {
-		rows = []T{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rows); err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/orderflow/orderflow/internal/quota"
 	"github.com/orderflow/orderflow/internal/reconcile"
 
+	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/version"
 )
 
@@ -104,7 +105,7 @@ func objects(t *testing.T, b []byte) ([]map[string]any, []string) {
 func TestFindingsJSON(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
 	var out bytes.Buffer
-	if err := writeJSON(&out, findingsJSON([]reconcile.Finding{{ID: 7, FoundAt: at, Kind: "refund_elsewhere", Action: "followed",
+	if err := cli.WriteJSON(&out, findingsJSON([]reconcile.Finding{{ID: 7, FoundAt: at, Kind: "refund_elsewhere", Action: "followed",
 		Tenant: "acme", OrderID: "ord_1", ProviderID: "re_1", Amount: 500, Currency: "USD", Detail: "d"}})); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestFindingsJSON(t *testing.T) {
 		t.Fatalf("row %v", r)
 	}
 	out.Reset()
-	if err := writeJSON(&out, findingsJSON(nil)); err != nil || strings.TrimSpace(out.String()) != "[]" {
+	if err := cli.WriteJSON(&out, findingsJSON(nil)); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Fatalf("no findings: %q %v", out.String(), err)
 	}
 }
@@ -133,7 +134,7 @@ func TestTenantRows(t *testing.T) {
 		orders: map[string]orderstore.TenantOrders{"a": {Orders: 3, LastOrder: last}},
 	})
 	var out bytes.Buffer
-	if err := writeJSON(&out, rows); err != nil {
+	if err := cli.WriteJSON(&out, rows); err != nil {
 		t.Fatal(err)
 	}
 	got, names := objects(t, out.Bytes())
@@ -166,7 +167,7 @@ func TestWorkflowLink(t *testing.T) {
 // no provider key and no fingerprint.
 func TestOrderViewJSON(t *testing.T) {
 	var out bytes.Buffer
-	if err := writeJSON(&out, []orderView{{Tenant: "acme", ID: "ord_1", Payments: []paymentView{{Kind: "intent"}}, Refunds: []refundView{}, Findings: findingsJSON(nil)}}); err != nil {
+	if err := cli.WriteJSON(&out, []orderView{{Tenant: "acme", ID: "ord_1", Payments: []paymentView{{Kind: "intent"}}, Refunds: []refundView{}, Findings: findingsJSON(nil)}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, names := objects(t, out.Bytes())

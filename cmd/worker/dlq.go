@@ -24,10 +24,10 @@ import (
 // dlqListCommand is `worker dlq list [-o json]`: each dead letter's provenance
 // and failure, never its value, which may hold a card token.
 func dlqListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
-	var out format
+	var out cli.Format
 	return cli.Command{Name: "dlq list", Args: "[-o json]",
 		Summary: "list the dead letters: where each came from and why it failed, not what it holds (KAFKA_*, DLQ_TOPIC)",
-		Flags:   func(fs *flag.FlagSet) { outputFlag(fs, &out) },
+		Flags:   func(fs *flag.FlagSet) { cli.OutputFlag(fs, &out) },
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			if fs.NArg() > 0 {
 				return cli.Usagef("unexpected argument %q", fs.Arg(0))
@@ -36,7 +36,7 @@ func dlqListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 		}}
 }
 
-func dlqList(ctx context.Context, getenv func(string) string, out format, stdout io.Writer) error {
+func dlqList(ctx context.Context, getenv func(string) string, out cli.Format, stdout io.Writer) error {
 	e := config.New(getenv)
 	cluster := e.Kafka()
 	_, _, dlq := settings.Topics(e)
@@ -51,8 +51,8 @@ func dlqList(ctx context.Context, getenv func(string) string, out format, stdout
 	if err != nil {
 		return err
 	}
-	if out == asJSON {
-		return writeJSON(stdout, letters)
+	if out == cli.JSON {
+		return cli.WriteJSON(stdout, letters)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LETTER\tDEAD-LETTERED\tFROM\tGROUP\tBYTES\tERROR")

@@ -18,14 +18,14 @@ func findingsListCommand(getenv func(string) string, stdout io.Writer) cli.Comma
 	var since time.Duration
 	var open bool
 	var kind string
-	var out format
+	var out cli.Format
 	return cli.Command{Name: "findings list", Args: "[--since D] [--open] [--kind K] [-o json]",
 		Summary: "list the reconciler's findings, the open ones (not acknowledged) with --open (DATABASE_URL)",
 		Flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&since, "since", 7*24*time.Hour, "how far back to list")
 			fs.BoolVar(&open, "open", false, "only the findings nobody acknowledged")
 			fs.StringVar(&kind, "kind", "", "only findings of this kind (e.g. refund_elsewhere)")
-			outputFlag(fs, &out)
+			cli.OutputFlag(fs, &out)
 		},
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			if fs.NArg() > 0 || since <= 0 {
@@ -36,7 +36,7 @@ func findingsListCommand(getenv func(string) string, stdout io.Writer) cli.Comma
 		}}
 }
 
-func findingsList(ctx context.Context, getenv func(string) string, f reconcile.Filter, out format, stdout io.Writer) error {
+func findingsList(ctx context.Context, getenv func(string) string, f reconcile.Filter, out cli.Format, stdout io.Writer) error {
 	pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return err
@@ -46,8 +46,8 @@ func findingsList(ctx context.Context, getenv func(string) string, f reconcile.F
 	if err != nil {
 		return err
 	}
-	if out == asJSON {
-		return writeJSON(stdout, findingsJSON(found))
+	if out == cli.JSON {
+		return cli.WriteJSON(stdout, findingsJSON(found))
 	}
 	if err := findingsTable(stdout, found); err != nil {
 		return err

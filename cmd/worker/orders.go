@@ -24,12 +24,12 @@ const maxShown = 1000
 // ordersShowCommand is `worker orders show ID|KEY [--tenant T] [-o json]`.
 func ordersShowCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 	var tenant string
-	var out format
+	var out cli.Format
 	return cli.Command{Name: "orders show", Args: "ID|KEY [--tenant T] [-o json]",
 		Summary: "show an order by ID, or by Idempotency-Key or eventId (every tenant's unless --tenant), with its payments, refunds, findings and workflow (DATABASE_URL, TEMPORAL_UI_URL, TEMPORAL_NAMESPACE)",
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&tenant, "tenant", "", "only this tenant's order (a key is per tenant)")
-			outputFlag(fs, &out)
+			cli.OutputFlag(fs, &out)
 		},
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			args, err := positional(fs)
@@ -104,7 +104,7 @@ func (u temporalUI) link(workflowID string) string {
 	return strings.TrimRight(u.base, "/") + "/namespaces/" + url.PathEscape(u.namespace) + "/workflows/" + url.PathEscape(workflowID)
 }
 
-func ordersShow(ctx context.Context, getenv func(string) string, ref, tenant string, out format, stdout io.Writer) error {
+func ordersShow(ctx context.Context, getenv func(string) string, ref, tenant string, out cli.Format, stdout io.Writer) error {
 	e := config.New(getenv)
 	dsn := e.Required("DATABASE_URL")
 	ui := temporalUI{base: e.String("TEMPORAL_UI_URL", ""), namespace: e.String("TEMPORAL_NAMESPACE", "default")}
@@ -134,8 +134,8 @@ func ordersShow(ctx context.Context, getenv func(string) string, ref, tenant str
 		}
 		views = append(views, v)
 	}
-	if out == asJSON {
-		return writeJSON(stdout, views)
+	if out == cli.JSON {
+		return cli.WriteJSON(stdout, views)
 	}
 	return ordersTable(stdout, views)
 }

@@ -1,55 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/orderflow/orderflow/internal/platform/cli"
 )
-
-// format is a listing's -o: a table for people, or JSON for scripts.
-type format string
-
-const (
-	asTable format = "table"
-	asJSON  format = "json"
-)
-
-func (f *format) String() string { return string(*f) }
-
-func (f *format) Set(v string) error {
-	switch format(v) {
-	case asTable, asJSON:
-		*f = format(v)
-		return nil
-	}
-	return errors.New(`want "table" or "json"`)
-}
-
-// outputFlag declares -o on fs, table unless given.
-func outputFlag(fs *flag.FlagSet, f *format) {
-	*f = asTable
-	fs.Var(f, "o", "output: table, or json (one array of objects)")
-}
-
-// writeJSON writes rows as one JSON array: [] for none, never null, so a script
-// can always iterate it.
-func writeJSON[T any](w io.Writer, rows []T) error {
-	if rows == nil {
-		rows = []T{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rows); err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	return nil
-}
 
 // stamp is a time as the tables print it.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

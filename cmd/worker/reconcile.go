@@ -24,12 +24,12 @@ const maxReport = 10000
 // reconcileReportCommand is `worker reconcile report [--since D] [-o json]`.
 func reconcileReportCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 	var since time.Duration
-	var out format
+	var out cli.Format
 	return cli.Command{Name: "reconcile report", Args: "[--since D] [-o json]",
 		Summary: "print the discrepancies the reconciler found and what it did about each (DATABASE_URL)",
 		Flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&since, "since", 24*time.Hour, "how far back to print")
-			outputFlag(fs, &out)
+			cli.OutputFlag(fs, &out)
 		},
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			if fs.NArg() > 0 || since <= 0 {
@@ -39,7 +39,7 @@ func reconcileReportCommand(getenv func(string) string, stdout io.Writer) cli.Co
 		}}
 }
 
-func reconcileReport(ctx context.Context, getenv func(string) string, since time.Time, out format, stdout io.Writer) error {
+func reconcileReport(ctx context.Context, getenv func(string) string, since time.Time, out cli.Format, stdout io.Writer) error {
 	pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return err
@@ -49,8 +49,8 @@ func reconcileReport(ctx context.Context, getenv func(string) string, since time
 	if err != nil {
 		return err
 	}
-	if out == asJSON {
-		return writeJSON(stdout, findingsJSON(found))
+	if out == cli.JSON {
+		return cli.WriteJSON(stdout, findingsJSON(found))
 	}
 	if err := findingsTable(stdout, found); err != nil {
 		return err

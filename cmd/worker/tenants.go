@@ -18,10 +18,10 @@ import (
 
 // tenantsListCommand is `worker tenants list [-o json]`.
 func tenantsListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
-	var out format
+	var out cli.Format
 	return cli.Command{Name: "tenants list", Args: "[-o json]",
 		Summary: "list every tenant with its active keys, its own budget if any, its orders and its last order (DATABASE_URL)",
-		Flags:   func(fs *flag.FlagSet) { outputFlag(fs, &out) },
+		Flags:   func(fs *flag.FlagSet) { cli.OutputFlag(fs, &out) },
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			if fs.NArg() > 0 {
 				return cli.Usagef("unexpected argument %q", fs.Arg(0))
@@ -49,7 +49,7 @@ type tenantSources struct {
 	orders map[string]orderstore.TenantOrders
 }
 
-func tenantsList(ctx context.Context, getenv func(string) string, out format, stdout io.Writer) error {
+func tenantsList(ctx context.Context, getenv func(string) string, out cli.Format, stdout io.Writer) error {
 	pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return err
@@ -66,8 +66,8 @@ func tenantsList(ctx context.Context, getenv func(string) string, out format, st
 		return err
 	}
 	rows := tenantRows(src)
-	if out == asJSON {
-		return writeJSON(stdout, rows)
+	if out == cli.JSON {
+		return cli.WriteJSON(stdout, rows)
 	}
 	return tenantsTable(stdout, rows)
 }
