@@ -41,6 +41,8 @@ type Deps struct {
 	// Codec is the Temporal Web UI's codec endpoint, guarded (codecauth), served
 	// on its own listener at /codec/; nil for none.
 	Codec http.Handler
+	// Console is the operator console, served on its own listener; nil for none.
+	Console http.Handler
 }
 
 // RunOptions are the worker's limits plus its process settings.
@@ -50,6 +52,8 @@ type RunOptions struct {
 	// CodecAddr is the codec's listener, off the ops port: metrics are scraped by
 	// more callers than may decrypt.
 	CodecAddr string
+	// ConsoleAddr is the operator console's listener; "" for none.
+	ConsoleAddr string
 	// ShutdownTimeout bounds the whole stop sequence; KafkaCloseTimeout each close.
 	ShutdownTimeout   time.Duration
 	KafkaCloseTimeout time.Duration
@@ -73,7 +77,7 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	codec, codecLn, err := codecServer(d, o.CodecAddr)
+	sides, err := sideServers(d, o)
 	if err != nil {
 		ln.Close()
 		return err
@@ -81,16 +85,16 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	w := New(d.Temporal, o.Options, d.Activities)
 	if err := w.Start(); err != nil {
 		ln.Close()
-		if codecLn != nil {
-			codecLn.Close()
+		for _, s := range sides {
+			s.ln.Close()
 		}
 		return fmt.Errorf("start temporal worker: %w", err)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	serveIn(g, "ops server", ops, ln)
-	if codec != nil {
-		serveIn(g, "codec server", codec, codecLn)
+	for _, s := range sides {
+		serveIn(g, s.name, s.srv, s.ln)
 	}
 	// The consumer's context is its own, so the stop sequence ends it in order.
 	consumerCtx, stopConsumer := context.WithCancel(context.WithoutCancel(ctx))
@@ -126,8 +130,8 @@ func Run(ctx context.Context, d Deps, o RunOptions) error {
 	for _, c := range d.Writers {
 		steps = append(steps, c.step(o.KafkaCloseTimeout))
 	}
-	if codec != nil {
-		steps = append(steps, step{"codec server", codec.Shutdown})
+	for _, s := range sides {
+		steps = append(steps, step{s.name, s.srv.Shutdown})
 	}
 	steps = append(steps, step{"ops server", func(ctx context.Context) error {
 		shutdownSeconds.Set(time.Since(began).Seconds())
@@ -166,18 +170,37 @@ func opsServer(d Deps, addr string) (*http.Server, net.Listener, error) {
 	return telemetry.OpsServer(mux), ln, nil
 }
 
-// codecServer is the codec's listener, if the worker serves one.
-func codecServer(d Deps, addr string) (*http.Server, net.Listener, error) {
-	if d.Codec == nil || addr == "" {
-		return nil, nil, nil
+// sideServer is a listener of its own beside the ops port: the codec, the
+// console.
+type sideServer struct {
+	name string
+	srv  *http.Server
+	ln   net.Listener
+}
+
+// sideServers listens for the codec and the console, those the worker serves;
+// on an error it closes what it opened.
+func sideServers(d Deps, o RunOptions) ([]sideServer, error) {
+	var out []sideServer
+	for _, s := range []struct {
+		name, addr, pattern string
+		h                   http.Handler
+	}{{"codec server", o.CodecAddr, "/codec/", d.Codec}, {"console server", o.ConsoleAddr, "/", d.Console}} {
+		if s.h == nil || s.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			for _, o := range out {
+				o.ln.Close()
+			}
+			return nil, fmt.Errorf("%s: listen on %s: %w", s.name, s.addr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(s.pattern, s.h)
+		out = append(out, sideServer{s.name, telemetry.OpsServer(mux), ln})
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/codec/", d.Codec)
-	return telemetry.OpsServer(mux), ln, nil
+	return out, nil
 }
 
 func waitDone(ctx context.Context, done <-chan struct{}) error {

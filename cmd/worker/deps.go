@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/orderflow/orderflow/cmd/internal/settings"
+	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/internal/console"
 	"github.com/orderflow/orderflow/internal/fleetrate"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -16,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/internal/provider"
 	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/internal/refundstore"
 	"github.com/orderflow/orderflow/internal/retention"
 	"github.com/orderflow/orderflow/worker"
 )
@@ -50,6 +57,14 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on
 	// another worker waits for the next interval.
+	writers := []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}}
+	consoleHandler, redrives, err := newConsole(c, base, logger)
+	if err != nil {
+		return worker.Deps{}, err
+	}
+	if redrives != nil {
+		writers = append(writers, worker.Closer{Name: "redrive writer", Close: redrives.Close})
+	}
 	rules := c.Retentions.Rules()
 	go retention.NewPruner(base.Pool, rules, retention.Paced(), retention.NewMetrics(reg, rules), logger).
 		Run(ctx, c.PruneInterval)
@@ -58,9 +73,29 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 		Temporal:   base.Temporal,
 		Activities: acts,
 		Consumer:   cons,
-		Writers:    []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}},
+		Writers:    writers,
 		Registry:   reg,
 		Ready:      base.Ready,
 		Codec:      codec,
+		Console:    consoleHandler,
 	}, nil
+}
+
+// newConsole builds the operator console on the worker's stores and Kafka, and
+// the writer its redrives use; none without CONSOLE_ADDR.
+func newConsole(c settings.Worker, base *platform.Base, logger *slog.Logger) (http.Handler, *kafka.Writer, error) {
+	if c.Run.ConsoleAddr == "" {
+		return nil, nil, nil
+	}
+	w := kafkaclient.NewWriter(c.Kafka, "") // a redrive names each message's topic
+	letters := console.KafkaLetters{Cluster: c.Kafka, Writer: w, Redrives: consumer.NewRedrives(base.Pool), Keys: base.Codec, Logger: logger,
+		Options: consumer.RedriveOptions{DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, Progress: 1000}}
+	h, err := console.New(console.Stores{Orders: orderstore.New(base.Pool), Payments: ledger.New(base.Pool),
+		Refunds: refundstore.New(base.Pool), Keys: idempotency.New(base.Pool, 0, 0), Findings: reconcile.NewStore(base.Pool),
+		Letters: letters}, c.Console, logger)
+	if err != nil {
+		w.Close()
+		return nil, nil, fmt.Errorf("console: %w", err)
+	}
+	return h, w, nil
 }

@@ -529,3 +529,59 @@ func (s *Store) TenantNames(ctx context.Context) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Page is an operator's page of orders: of one tenant or every tenant, in one
+// status or any; Cursor continues a previous page.
+type Page struct {
+	Tenant string
+	Status order.Status
+	Limit  int
+	Cursor string
+}
+
+// Browse returns the orders p selects, of any tenant, newest first, and the
+// cursor of the next page ("" on the last): an operator's listing, not a
+// tenant's. With a tenant it walks orders_tenant_created; without one it sorts
+// what the status selects, cheap for the unsettled statuses (orders_payment_open).
+func (s *Store) Browse(ctx context.Context, p Page) ([]Located, string, error) {
+	q := `SELECT tenant, ` + columns + ` FROM orders WHERE true`
+	var args []any
+	if p.Tenant != "" {
+		args = append(args, p.Tenant)
+		q += fmt.Sprintf(" AND tenant = $%d", len(args))
+	}
+	if p.Status != "" {
+		args = append(args, p.Status)
+		q += fmt.Sprintf(" AND status = $%d", len(args))
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, at, id)
+		q += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	args = append(args, p.Limit+1)
+	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("browse orders: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Located, error) {
+		var l Located
+		var err error
+		l.Row, err = scan(tenantFirst{Row: row, tenant: &l.Tenant})
+		return l, err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("browse orders: %w", err)
+	}
+	next := ""
+	if len(found) > p.Limit {
+		found = found[:p.Limit]
+		last := found[len(found)-1]
+		next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return found, next, nil
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/internal/console"
 	"github.com/orderflow/orderflow/internal/platform/codecauth"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
@@ -29,7 +30,9 @@ type Worker struct {
 	Payments       provider.Config
 	TenantCacheTTL time.Duration
 	Codec          codecauth.Options
-	Reconcile      reconcile.Options
+	// Console is the operator console's, served on Run.ConsoleAddr.
+	Console   console.Options
+	Reconcile reconcile.Options
 	// Retentions are how long each table keeps its rows; the fleet's leader
 	// prunes every PruneInterval.
 	Retentions    retention.Retentions
@@ -49,6 +52,7 @@ func LoadWorker(e *config.Env) (Worker, error) {
 		},
 		OpsAddr:           e.String("OPS_ADDR", ":9090"),
 		CodecAddr:         e.String("CODEC_ADDR", ""),
+		ConsoleAddr:       e.String("CONSOLE_ADDR", ""),
 		ShutdownTimeout:   c.ShutdownTimeout,
 		KafkaCloseTimeout: e.Duration("KAFKA_CLOSE_TIMEOUT", 5*time.Second),
 	}
@@ -69,6 +73,7 @@ func LoadWorker(e *config.Env) (Worker, error) {
 		Tokens: e.List("CODEC_TOKENS", ""), Issuer: e.String("CODEC_JWT_ISSUER", ""), Audience: e.String("CODEC_JWT_AUDIENCE", ""),
 		JWKS: e.String("CODEC_JWKS", ""), Namespace: c.TemporalNamespace, Origin: e.String("CODEC_CORS_ORIGIN", ""),
 	}
+	c.Console = console.Options{Tokens: e.List("CONSOLE_TOKENS", ""), TemporalUI: e.String("TEMPORAL_UI_URL", ""), Namespace: c.TemporalNamespace}
 	d := retention.Defaults
 	c.Retentions = retention.Retentions{
 		Events: e.Duration("EVENTS_RETENTION", d.Events), Webhooks: e.Duration("WEBHOOK_EVENTS_RETENTION", d.Webhooks),
@@ -79,6 +84,9 @@ func LoadWorker(e *config.Env) (Worker, error) {
 	e.Invalid(c.Retentions.Validate())
 	if err := e.Err(); err != nil {
 		return c, err
+	}
+	if c.Run.ConsoleAddr != "" && len(c.Console.Tokens) == 0 {
+		return c, fmt.Errorf("CONSOLE_ADDR (%s) needs CONSOLE_TOKENS: the console shows every tenant's orders", c.Run.ConsoleAddr)
 	}
 	if c.Run.StopTimeout >= c.ShutdownTimeout {
 		return c, fmt.Errorf("WORKER_STOP_TIMEOUT (%s) must be shorter than SHUTDOWN_TIMEOUT (%s)", c.Run.StopTimeout, c.ShutdownTimeout)
