@@ -22,8 +22,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## the DBOS baseline's (bench/dbos) and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
 ## the rows that restart the stack's servers or measure a flood, then the rest
 ## four at a time; then the cluster profile (its tools built while the dev
-## profile's tests run) and the fleet test, the flood and the failover to a
-## replica on it
+## profile's tests run) and the fleet test, the flood, the failover to a
+## replica and the search for a tenant's orders by status on it
 test: vet
 	@mkdir -p $(STACK); scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
 	  ORDERFLOW_STACK_PROFILE=dev scripts/stack up; up=$$?; \
@@ -39,7 +39,7 @@ test: vet
 	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
 	  wait $$cb || cat $(STACK)/cluster-build.log; \
 	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
-	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
+	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica|TestChaosOrdersAreFoundByTenantAndStatus)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
 	  exit $$((a | b | c | d | e | k)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; tail -1 $(STACK)/test-console.log
 

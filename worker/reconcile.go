@@ -78,6 +78,7 @@ func (e *Engine) Recover(ctx context.Context, o orderstore.Unsettled, intentID s
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Priority:                                 e.fair.Priority(o.Tenant),
+		TypedSearchAttributes:                    workflows.StartSearchAttributes(o.WorkflowID, o.Tenant, o.Status),
 	}, workflows.Order, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {

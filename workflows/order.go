@@ -228,7 +228,7 @@ type run struct {
 func Order(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}, cancels: workflow.NewBufferedChannel(ctx, 1)}
-	r.v = workflow.GetVersion(ctx, changeClosedDoors, workflow.DefaultVersion, 1)
+	r.v = workflow.GetVersion(ctx, changeClosedDoors, workflow.DefaultVersion, searchStatusVersion)
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderResult, error) { return r.res, nil }); err != nil {
 		return r.res, fmt.Errorf("register query: %w", err)
@@ -370,6 +370,19 @@ func (r *run) move(ctx workflow.Context, to order.Status, paymentRef string) err
 		return fmt.Errorf("record %s: %w", to, err)
 	}
 	r.res.Status = to
+	return r.searchStatus(ctx)
+}
+
+// searchStatus sets the OrderflowStatus search attribute to the status the read
+// model was just given, in the same workflow task as the move: one event, no task
+// of its own. Runs of an earlier version never do.
+func (r *run) searchStatus(ctx workflow.Context) error {
+	if r.v < searchStatusVersion {
+		return nil
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, statusAttribute(string(r.res.Status))); err != nil {
+		return fmt.Errorf("search attribute %s: %w", r.res.Status, err)
+	}
 	return nil
 }
 
@@ -419,6 +432,9 @@ func (r *run) markPaid(ctx workflow.Context) (time.Time, error) {
 		return paidAt, r.refundAndEnd(ctx, order.StatusFailed, activities.EventOrderFailed, "after charge: "+rootMessage(err))
 	}
 	r.res.Status, r.firstPaid = order.StatusPaid, paidAt
+	if err := r.searchStatus(ctx); err != nil {
+		return paidAt, err
+	}
 	if err := r.publish(ctx, activities.EventOrderPaid, ""); err != nil {
 		return paidAt, fmt.Errorf("publish %s: %w", activities.EventOrderPaid, err)
 	}
@@ -453,6 +469,9 @@ func (r *run) end(ctx workflow.Context, to order.Status, event, reason string) e
 		return fmt.Errorf("record %s: %w", to, err)
 	}
 	r.res.Status, r.res.Failure = to, failure
+	if err := r.searchStatus(ctx); err != nil {
+		return err
+	}
 	if err := r.publish(ctx, event, reason); err != nil {
 		return fmt.Errorf("publish %s: %w", event, err)
 	}
@@ -549,7 +568,13 @@ type Resume struct {
 // changeClosedDoors is the change after which a declined order closes its intent,
 // the cancel window is anchored to the time the order was first paid, a cancel of
 // the workflow compensates, and the reconciler's recovery runs exist.
+// Its version 2 (searchStatusVersion) also keeps the OrderflowStatus search
+// attribute as the read model's status moves.
 const changeClosedDoors = "closed-doors"
+
+// searchStatusVersion is changeClosedDoors's version from which a run upserts its
+// status search attribute on each move; runs that recorded 1 never do.
+const searchStatusVersion = 2
 
 // Generations are the generations of the order's payment keys in use.
 type Generations struct {

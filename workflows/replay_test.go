@@ -14,7 +14,8 @@ import (
 // (worker's TestRealHistoriesReplay, and TestRefundRequestsOnTheRealStack for
 // refund_*, with ORDERFLOW_RECORD_HISTORIES=1). A change to Order or Refund that
 // would break running workflows fails here. v1_1_* are runs started
-// before the change closed-doors.
+// before the change closed-doors; v1_2_* runs of its version 1, before its version
+// 2 kept the status search attribute.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {

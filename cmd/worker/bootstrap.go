@@ -33,7 +33,7 @@ type layout struct {
 func bootstrapCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 	var l layout
 	return cli.Command{Name: "bootstrap", Args: "[--partitions N] [--replication-factor N] [--retention D]",
-		Summary: "create the Temporal namespace and the Kafka topics, leaving what exists alone (TEMPORAL_*, KAFKA_*, the topics' names)",
+		Summary: "create the Temporal namespace, its search attributes and the Kafka topics, leaving what exists alone (TEMPORAL_*, KAFKA_*, the topics' names)",
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&l.partitions, "partitions", 12, "partitions of the requests and events topics (the dead-letter topic has 1)")
 			fs.IntVar(&l.replicas, "replication-factor", 3, "replicas of each topic")
@@ -47,9 +47,9 @@ func bootstrapCommand(getenv func(string) string, stdout io.Writer) cli.Command 
 		}}
 }
 
-// bootstrap is `worker bootstrap`: it creates the Temporal namespace and the
-// Kafka topics orderflow needs, and leaves alone what exists (safe on every
-// rollout). It reads TEMPORAL_*, KAFKA_* and the topics' names, nothing else.
+// bootstrap is `worker bootstrap`: it creates the Temporal namespace, its search
+// attributes and the Kafka topics orderflow needs, and leaves alone what exists
+// (safe on every rollout). It reads TEMPORAL_*, KAFKA_* and the topics' names, nothing else.
 func bootstrap(ctx context.Context, getenv func(string) string, l layout, stdout io.Writer) error {
 	e := config.New(getenv)
 	conn, cluster := e.Temporal(), e.Kafka()
@@ -60,6 +60,9 @@ func bootstrap(ctx context.Context, getenv func(string) string, l layout, stdout
 		return fmt.Errorf("configuration: %w", err)
 	}
 	if err := createNamespace(ctx, conn, l.retention, stdout); err != nil {
+		return err
+	}
+	if err := registerSearchAttributes(ctx, conn, stdout); err != nil {
 		return err
 	}
 	if err := scheduleReconcile(ctx, conn, queue, interval, stdout); err != nil {

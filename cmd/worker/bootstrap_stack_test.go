@@ -11,6 +11,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/internal/platform/config"
@@ -36,7 +37,8 @@ func TestBootstrapCreatesTheNamespaceAndTopicsOnce(t *testing.T) {
 			t.Fatalf("run %d: exit %d: %s", run+1, code, out.String())
 		}
 		want := map[int]string{0: "registered", 1: "exists"}[run]
-		if !strings.Contains(out.String(), "namespace "+name+" "+want) || strings.Count(out.String(), map[int]string{0: "created", 1: "exists"}[run]) < 3 {
+		if !strings.Contains(out.String(), "namespace "+name+" "+want) || strings.Count(out.String(), map[int]string{0: "created", 1: "exists"}[run]) < 3 ||
+			!strings.Contains(out.String(), "search attributes "+map[int]string{0: "registered", 1: "exist:"}[run]) {
 			t.Fatalf("run %d: %s", run+1, out.String())
 		}
 	}
@@ -56,6 +58,15 @@ func TestBootstrapCreatesTheNamespaceAndTopicsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	sas, err := c.OperatorService().ListSearchAttributes(context.Background(), &operatorservice.ListSearchAttributesRequest{Namespace: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sa := range workflows.SearchAttributeNames() {
+		if typ := sas.GetCustomAttributes()[sa]; typ != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+			t.Errorf("search attribute %s: %v, want Keyword", sa, typ)
+		}
+	}
 	sched, err := c.ScheduleClient().GetHandle(context.Background(), workflows.ReconcileSchedule).Describe(context.Background())
 	if err != nil || len(sched.Schedule.Spec.Intervals) != 1 || sched.Schedule.Spec.Intervals[0].Every != time.Minute ||
 		sched.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP {

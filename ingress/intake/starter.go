@@ -11,7 +11,9 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/orderflow/orderflow/internal/fairness"
+	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // Starter starts any kind's workflows the ingress's way: under the ID its key
@@ -78,5 +80,6 @@ func (s Starter) options(tenant, workflowID string, conflict enumspb.WorkflowIdC
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
 		Priority:                                 s.fair.Priority(tenant),
+		TypedSearchAttributes:                    workflows.StartSearchAttributes(workflowID, tenant, order.StatusPending),
 	}
 }
