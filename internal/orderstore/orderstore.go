@@ -243,28 +243,13 @@ var ErrBadCursor = errors.New("invalid cursor")
 func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]Row, string, error) {
 	q := `SELECT ` + columns + ` FROM orders WHERE tenant = $1`
 	args := []any{tenant}
-	if f.WorkflowID != "" {
-		args = append(args, f.WorkflowID)
-		q += fmt.Sprintf(" AND workflow_id = $%d", len(args))
+	q, args = and(q, args, "workflow_id", f.WorkflowID)
+	q, args = and(q, args, "customer_id", f.CustomerID)
+	q, args = and(q, args, "status", string(f.Status))
+	q, args, err := page(q, args, f.Cursor, f.Limit)
+	if err != nil {
+		return nil, "", err
 	}
-	if f.CustomerID != "" {
-		args = append(args, f.CustomerID)
-		q += fmt.Sprintf(" AND customer_id = $%d", len(args))
-	}
-	if f.Status != "" {
-		args = append(args, f.Status)
-		q += fmt.Sprintf(" AND status = $%d", len(args))
-	}
-	if f.Cursor != "" {
-		at, id, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		args = append(args, at, id)
-		q += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
-	}
-	args = append(args, f.Limit+1)
-	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
 	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list orders: %w", err)
@@ -281,13 +266,45 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]Row, strin
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list orders: %w", err)
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	out, next := cut(out, f.Limit, func(r Row) Row { return r })
 	return out, next, nil
+}
+
+// and adds "AND column = value" to q, unless value is empty.
+func and(q string, args []any, column, value string) (string, []any) {
+	if value == "" {
+		return q, args
+	}
+	args = append(args, value)
+	return q + fmt.Sprintf(" AND %s = $%d", column, len(args)), args
+}
+
+// page adds to q, a query on orders, the keyset of the page after cursor
+// (created_at, id, newest first) and a limit one over limit, which tells whether
+// another page follows.
+func page(q string, args []any, cursor string, limit int) (string, []any, error) {
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		args = append(args, at, id)
+		q += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	args = append(args, limit+1)
+	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
+	return q, args, nil
+}
+
+// cut keeps limit of rows, read one over it, and the cursor of the next page ("" on
+// the last).
+func cut[T any](rows []T, limit int, row func(T) Row) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	last := row(rows[len(rows)-1])
+	return rows, encodeCursor(last.CreatedAt, last.ID)
 }
 
 func encodeCursor(at time.Time, id string) string {
@@ -545,25 +562,12 @@ type Page struct {
 // what the status selects, cheap for the unsettled statuses (orders_payment_open).
 func (s *Store) Browse(ctx context.Context, p Page) ([]Located, string, error) {
 	q := `SELECT tenant, ` + columns + ` FROM orders WHERE true`
-	var args []any
-	if p.Tenant != "" {
-		args = append(args, p.Tenant)
-		q += fmt.Sprintf(" AND tenant = $%d", len(args))
+	q, args := and(q, nil, "tenant", p.Tenant)
+	q, args = and(q, args, "status", string(p.Status))
+	q, args, err := page(q, args, p.Cursor, p.Limit)
+	if err != nil {
+		return nil, "", err
 	}
-	if p.Status != "" {
-		args = append(args, p.Status)
-		q += fmt.Sprintf(" AND status = $%d", len(args))
-	}
-	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		args = append(args, at, id)
-		q += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
-	}
-	args = append(args, p.Limit+1)
-	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
 	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("browse orders: %w", err)
@@ -577,11 +581,6 @@ func (s *Store) Browse(ctx context.Context, p Page) ([]Located, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("browse orders: %w", err)
 	}
-	next := ""
-	if len(found) > p.Limit {
-		found = found[:p.Limit]
-		last := found[len(found)-1]
-		next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	found, next := cut(found, p.Limit, func(l Located) Row { return l.Row })
 	return found, next, nil
 }
