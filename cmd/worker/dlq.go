@@ -18,6 +18,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/internal/platform/database"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 )
 
@@ -149,4 +150,58 @@ func printLetter(w io.Writer, info consumer.LetterInfo, orig kafka.Message, whol
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
+}
+
+// dlqPurgeCommand is `worker dlq purge (--event-id ID... | --all) --by NAME
+// [--dry-run]`: letters an operator discards are settled, so no redrive sends
+// them.
+func dlqPurgeCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var ids stringList
+	var all, dryRun bool
+	var by string
+	return cli.Command{Name: "dlq purge", Args: "(--event-id ID... | --all) --by NAME [--dry-run]",
+		Summary: "discard dead letters: no redrive sends them again; they stay in the topic until its retention (DATABASE_URL, KAFKA_*, DLQ_TOPIC, PAYLOAD_KEYS)",
+		Flags: func(fs *flag.FlagSet) {
+			fs.Var(&ids, "event-id", "purge the letter of this eventId (repeatable)")
+			fs.BoolVar(&all, "all", false, "purge every letter in the topic now")
+			fs.StringVar(&by, "by", "", "who purges (recorded with each letter)")
+			fs.BoolVar(&dryRun, "dry-run", false, "say what would be purged; record nothing")
+		},
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			switch {
+			case fs.NArg() > 0:
+				return cli.Usagef("unexpected argument %q", fs.Arg(0))
+			case all == (len(ids) > 0):
+				return cli.Usagef("want --event-id ID... or --all, not both")
+			case strings.TrimSpace(by) == "" || len(by) > 64:
+				return cli.Usagef("want --by NAME (at most 64 characters)")
+			}
+			opts := consumer.PurgeOptions{EventIDs: ids, By: strings.TrimSpace(by), DryRun: dryRun}
+			return dlqPurge(ctx, getenv, opts, stdout)
+		}}
+}
+
+func dlqPurge(ctx context.Context, getenv func(string) string, opts consumer.PurgeOptions, stdout io.Writer) error {
+	e := config.New(getenv)
+	url, cluster, keys := e.Required("DATABASE_URL"), e.Kafka(), e.Required("PAYLOAD_KEYS")
+	_, _, opts.DLQTopic = settings.Topics(e)
+	if err := e.Err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	ring, err := payloadcodec.ParseKeyring(keys)
+	if err != nil {
+		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
+	}
+	pool, err := database.Open(ctx, url, 2, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	sum, err := consumer.Purge(ctx, cluster, opts, consumer.NewRedrives(pool), payloadcodec.New(ring))
+	prefix := ""
+	if opts.DryRun {
+		prefix = "dry run, nothing recorded: "
+	}
+	fmt.Fprintf(stdout, "%s%s: %s\n", prefix, opts.DLQTopic, sum)
+	return err
 }

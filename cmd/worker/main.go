@@ -55,6 +55,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		ordersShowCommand(getenv, stdout),
 		dlqListCommand(getenv, stdout),
 		dlqShowCommand(getenv, stdout, stderr),
+		dlqPurgeCommand(getenv, stdout),
 		{Name: "dlq redrive", Args: "[--event-id ID]... [--dry-run]",
 			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
 			Flags: func(fs *flag.FlagSet) {

@@ -507,3 +507,45 @@ func TestDeadLettersAreListedOpenedAndDryRun(t *testing.T) {
 	redrive(false, consumer.RedriveSummary{Read: 1, Redriven: 1})
 	redrive(true, consumer.RedriveSummary{Read: 1, Before: 1})
 }
+
+// An operator purges one of two dead letters (a dry run first, which records
+// nothing): the redrive sends only the other, and the purged event never becomes
+// an order.
+func TestPurgedLettersAreNeverRedriven(t *testing.T) {
+	p := newPipeline(t)
+	ctx := context.Background()
+	w := p.writer("")
+	defer w.Close()
+	late := stacktest.Name("late")
+	p.produce(t, kafka.Message{Key: []byte("a"), Value: event("keep", late)}, kafka.Message{Key: []byte("b"), Value: event("drop", late)})
+	_, stop := p.runConsumer(t)
+	p.deadLetters(t, 2)
+	stop()
+	done := consumer.NewRedrives(p.Pool)
+	purge := func(dry bool, want consumer.PurgeSummary) {
+		t.Helper()
+		opts := consumer.PurgeOptions{DLQTopic: p.dlq, EventIDs: []string{"drop"}, By: "ana", DryRun: dry}
+		if sum, err := consumer.Purge(ctx, p.Kafka, opts, done, p.Codec); err != nil || sum != want {
+			t.Fatalf("purge (dry run %v): %+v, %v; want %+v", dry, sum, err, want)
+		}
+	}
+	purge(true, consumer.PurgeSummary{Read: 2, Purged: 1, Unselected: 1})
+	purge(false, consumer.PurgeSummary{Read: 2, Purged: 1, Unselected: 1})
+	purge(false, consumer.PurgeSummary{Read: 2, Before: 1, Unselected: 1})
+
+	if _, err := apikeys.New(p.Pool, apikeys.DefaultCacheTTL).Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests}
+	sum, err := consumer.Redrive(ctx, p.Kafka, opts, w, done, p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || sum != (consumer.RedriveSummary{Read: 2, Redriven: 1, Before: 1}) {
+		t.Fatalf("redrive after the purge: %+v, %v", sum, err)
+	}
+	_, stop = p.runConsumer(t)
+	defer stop()
+	kept := order.WorkflowID(late, order.FromEvent, "keep")
+	stacktest.Eventually(t, 30*time.Second, "the kept letter's workflow", func() bool { return stacktest.Runs(t, p.Temporal, kept) == 1 })
+	if n := stacktest.Runs(t, p.Temporal, order.WorkflowID(late, order.FromEvent, "drop")); n != 0 {
+		t.Fatalf("the purged letter's event started %d runs", n)
+	}
+}

@@ -271,6 +271,64 @@ func readRange(ctx context.Context, cluster kafkaclient.Cluster, topic string, p
 	return nil
 }
 
+// PurgeSummary counts what a purge did with the dead letters it read.
+type PurgeSummary struct {
+	Read       int
+	Purged     int
+	Before     int // redriven or purged before: left as they are
+	Unselected int // not among the eventIds asked for
+}
+
+func (s PurgeSummary) String() string {
+	return fmt.Sprintf("dead letters read: %d, purged: %d, settled before: %d, not selected: %d", s.Read, s.Purged, s.Before, s.Unselected)
+}
+
+// PurgeOptions say which dead letters an operator discards, and who.
+type PurgeOptions struct {
+	DLQTopic string
+	EventIDs []string // only these; all when empty
+	By       string
+	// DryRun counts what would be purged, recording nothing.
+	DryRun bool
+}
+
+// Purge records the dead letters present in the topic (all, or the eventIds
+// asked for) as discarded, so that no redrive sends them; the letters stay in the
+// topic until its retention deletes them (kafka-go speaks no DeleteRecords).
+func Purge(ctx context.Context, cluster kafkaclient.Cluster, opts PurgeOptions, done *Redrives, keys Sealer) (PurgeSummary, error) {
+	var sum PurgeSummary
+	err := Letters(ctx, cluster, opts.DLQTopic, func(m kafka.Message, _ int64) error {
+		sum.Read++
+		out, _, _, err := original(m, keys)
+		if err != nil {
+			return fmt.Errorf("open %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		id := eventIDOf(out.Value)
+		if len(opts.EventIDs) > 0 && (id == "" || !slices.Contains(opts.EventIDs, id)) {
+			sum.Unselected++
+			return nil
+		}
+		letter := letterOf(m, out.Value)
+		already, err := done.Done(ctx, letter)
+		switch {
+		case err != nil:
+			return err
+		case already:
+			sum.Before++
+			return nil
+		case opts.DryRun:
+			sum.Purged++
+			return nil
+		}
+		if err := done.Purge(ctx, letter, m, id, opts.By); err != nil {
+			return err
+		}
+		sum.Purged++
+		return nil
+	})
+	return sum, err
+}
+
 // Letter reads the dead letter at partition:offset of topic.
 func Letter(ctx context.Context, cluster kafkaclient.Cluster, topic string, partition int, offset int64) (kafka.Message, error) {
 	first, last, err := kafkaclient.Bounds(ctx, cluster, topic, partition)

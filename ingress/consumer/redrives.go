@@ -37,6 +37,17 @@ func (r *Redrives) Record(ctx context.Context, letter []byte, m kafka.Message, e
 	return nil
 }
 
+// Purge marks the letter, read at m's place in the dead-letter topic, as
+// discarded by by: no redrive sends it. A letter redriven before stays so.
+func (r *Redrives) Purge(ctx context.Context, letter []byte, m kafka.Message, eventID, by string) error {
+	_, err := r.pool.Exec(ctx, `INSERT INTO dlq_redriven_letters (letter, dlq_topic, dlq_partition, dlq_offset, event_id, purged_by)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, letter, m.Topic, m.Partition, m.Offset, eventID, by)
+	if err != nil {
+		return fmt.Errorf("record purge of %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+	}
+	return nil
+}
+
 // letterOf identifies a dead letter by what it holds, not where it sits: a
 // SHA-256 of its provenance headers (original topic, partition, offset, consumer
 // group) and of the original value. The same poison message dead-lettered twice
