@@ -7,7 +7,7 @@ STACK := $(CURDIR)/.stack
 # cluster (see scripts/stack). make run always runs dev; make test runs both.
 PROFILE ?= dev
 
-.PHONY: run test chaos unit stack-up stack-down vet lint bench image
+.PHONY: run test modules chaos unit stack-up stack-down vet lint bench image
 
 ## run: start the local stack and the whole service in the foreground (Ctrl-C stops it)
 run:
@@ -16,32 +16,46 @@ run:
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
 ## test: vet; lint while the local stack (dev profile) starts, stopping there if it fails;
-## Schemathesis against the running API;
-## every Go test, with the race detector but for deploy/ (manifests and alert
-## rules rendered in one goroutine; stack tests required), the client's module,
-## the DBOS baseline's (bench/dbos) and the kafka-go fork's tests; the fault suite (chaos/): first, one at a time,
-## the rows that restart the stack's servers or measure a flood, then the rest
-## four at a time; then the cluster profile (its tools built while the dev
-## profile's tests run) and the fleet test, the flood, the failover to a
-## replica and the search for a tenant's orders by status on it
-test: vet
-	@mkdir -p $(STACK); scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
-	  ORDERFLOW_STACK_PROFILE=dev scripts/stack up; up=$$?; \
+## Schemathesis against the running API; then, side by side, each part on a stack
+## of its own (scripts/lane):
+##  - on the dev stack: every Go test with the race detector (stack tests
+##    required), then the fault suite's rows that share it, four at a time;
+##  - the tests of the other modules (make modules);
+##  - the faults lane: the rows that restart the stack's servers or measure a
+##    flood, one at a time, on a second dev stack;
+##  - the cluster lane: the cluster profile, built, then the fleet test, the
+##    flood, the failover to a replica and the search for a tenant's orders.
+## Ends with the fault ledger, the slowest steps and tests, and a line
+## `tests: N passed, N failed, N skipped`.
+test:
+	@mkdir -p $(STACK); rm -f $(STACK)/steps.tsv $(STACK)/chaos-summary.txt
+	@scripts/timed vet $(MAKE) --no-print-directory vet
+	@scripts/timed lint scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
+	  ORDERFLOW_STACK_PROFILE=dev scripts/timed "stack up (dev)" scripts/stack up; up=$$?; \
 	  wait $$lint; l=$$?; grep '^\[lint\]' $(STACK)/lint.log; \
 	  if [ $$l -ne 0 ]; then cat $(STACK)/lint.log; echo "make lint failed (above)" >&2; exit 1; fi; exit $$up
-	@rm -f $(STACK)/chaos-summary.txt
-	scripts/schemathesis
-	{ ORDERFLOW_STACK_PROFILE=cluster scripts/stack build >$(STACK)/cluster-build.log 2>&1 & cb=$$!; \
-	  $(TEST_ENV) $(GO) test -tags stack -race -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
-	  (cd client && $(GO) test -race -count=1 -v ./... && cd ../bench/dbos && $(GO) test -race -count=1 -v ./...); e=$$?; \
-	  (cd third_party/kafka-go && $(GO) test -race -count=1 -v ./...); k=$$?; \
-	  $(TEST_ENV) $(GO) test -tags stack -count=1 -v -timeout 10m ./deploy/...; d=$$?; \
-	  $(TEST_ENV) $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m ./chaos/; b=$$?; \
-	  wait $$cb || cat $(STACK)/cluster-build.log; \
-	  ORDERFLOW_STACK_PROFILE=cluster scripts/stack up && \
-	  $(TEST_ENV) $(GO) test -tags chaos,fleet -run '^(TestFleet|TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosPostgresFailsOverToAnAsyncReplica|TestChaosOrdersAreFoundByTenantAndStatus)' -count=1 -v -timeout 20m ./chaos/; c=$$?; \
-	  exit $$((a | b | c | d | e | k)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
-	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; tail -1 $(STACK)/test-console.log
+	scripts/timed schemathesis scripts/schemathesis
+	{ $(LANE_ENV) scripts/lane cluster >$(STACK)/lane-cluster.log 2>&1 & cl=$$!; \
+	  $(LANE_ENV) scripts/lane faults >$(STACK)/lane-faults.log 2>&1 & fl=$$!; \
+	  scripts/timed "other modules" $(MAKE) --no-print-directory -k modules >$(STACK)/modules.log 2>&1 & om=$$!; \
+	  $(TEST_ENV) scripts/timed "go tests (race, dev stack)" $(GO) test -tags stack -race -p 4 -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
+	  $(TEST_ENV) scripts/timed "fault suite: shared rows (dev stack)" $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m -run "$$(scripts/chaos-rows parallel)" ./chaos/; b=$$?; \
+	  wait $$om; e=$$?; cat $(STACK)/modules.log; \
+	  wait $$fl; f=$$?; cat $(STACK)/lane-faults.log; \
+	  wait $$cl; c=$$?; cat $(STACK)/lane-cluster.log; \
+	  exit $$((a | b | c | e | f)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
+	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log
+
+LANE_ENV := GO=$(GO) ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt ORDERFLOW_STEPS=$(STACK)/steps.tsv
+
+## modules: the tests outside the service's packages: the client's module, the
+## DBOS baseline's and the kafka-go fork's (race detector on), and deploy/'s
+## manifests and alert rules (rendered in one goroutine; stack tests required)
+modules:
+	cd client && $(GO) test -race -count=1 -v ./...
+	cd bench/dbos && $(GO) test -race -count=1 -v ./...
+	cd third_party/kafka-go && $(GO) test -race -count=1 -v ./...
+	$(TEST_ENV) $(GO) test -tags stack -count=1 -v -timeout 10m ./deploy/...
 
 ## chaos: only the fault suite
 chaos: stack-up

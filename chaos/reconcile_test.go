@@ -80,7 +80,11 @@ func (r *rig) audit(t *testing.T) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	audited.Lock()
-	line := fmt.Sprintf("%-44s rigs=%d charges=%d unsettled-orders=%d discrepancies=%d", "reconcile audit of every row",
+	name := "reconcile audit of every row"
+	if lane := os.Getenv("ORDERFLOW_CHAOS_LANE"); lane != "" {
+		name += " (" + lane + " lane)" // make test runs the suite in lanes, each auditing its own rows
+	}
+	line := fmt.Sprintf("%-44s rigs=%d charges=%d unsettled-orders=%d discrepancies=%d", name,
 		audited.rigs, audited.charges, audited.orders, audited.found)
 	audited.Unlock()
 	fmt.Println(line)
