@@ -80,6 +80,9 @@ func (s *Server) createIntent(w http.ResponseWriter, r *http.Request) {
 	if len(types) == 0 {
 		types = []string{"card"}
 	}
+	s.mu.Lock()
+	s.paidFor(md["order_id"])
+	s.mu.Unlock()
 	s.idempotent(w, r, r.PostForm.Encode(), "create", func(_ string, wait func()) (int, any) {
 		wait()
 		now := time.Now()
@@ -108,6 +111,11 @@ func (s *Server) confirmIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	s.mu.Lock()
+	if in := s.intent(id); in != nil {
+		s.paidFor(in.Metadata["order_id"])
+	}
+	s.mu.Unlock()
 	s.idempotent(w, r, r.PostForm.Encode(), "confirm", func(key string, wait func()) (int, any) {
 		s.mu.Lock()
 		in := s.intent(id)

@@ -116,3 +116,34 @@ func TestRefundsByIntent(t *testing.T) {
 		t.Fatalf("refunds of the intent = %+v, %v; want 2", all, err)
 	}
 }
+
+// Every create and confirm of an order's intent counts as a call for the order
+// as it arrives, replays included: the account's requests by order.
+func TestOrderCallsCountCreatesAndConfirms(t *testing.T) {
+	sim, c := newSandbox(t)
+	ctx := context.Background()
+	began := time.Now()
+	in, err := c.CreateIntent(ctx, "create-1", 700, "USD", "pm_card_visa", orderMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIntent(ctx, "create-1", 700, "USD", "pm_card_visa", orderMeta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ConfirmIntent(ctx, "confirm-1", in.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIntent(ctx, "create-2", 700, "USD", "pm_card_visa", map[string]string{"order_id": "ord_2"}); err != nil {
+		t.Fatal(err)
+	}
+	byOrder := map[string]int{}
+	for _, call := range sim.OrderCalls(began) {
+		byOrder[call.Order]++
+	}
+	if byOrder["ord_1"] != 3 || byOrder["ord_2"] != 1 || len(byOrder) != 2 {
+		t.Fatalf("calls by order %v, want ord_1 3 and ord_2 1", byOrder)
+	}
+	if later := sim.OrderCalls(time.Now().Add(time.Second)); len(later) != 0 {
+		t.Fatalf("%d calls after now", len(later))
+	}
+}

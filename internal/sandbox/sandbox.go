@@ -136,6 +136,9 @@ type Server struct {
 	// perSecond counts the API requests that arrived in each second (unix
 	// time), as Stripe's rate limit counts them; the last hour is kept.
 	perSecond map[int64]int
+	// paying is the intents' creates and confirms as they arrived, by order
+	// (metadata order_id): whose turns of the account's budget they were.
+	paying    []OrderCall
 	closed    chan struct{}
 	closeOnce sync.Once
 }
@@ -275,6 +278,37 @@ func (s *Server) ChargesForOrder(orderID string) []Charge {
 	for _, c := range s.charges {
 		if c.Metadata["order_id"] == orderID {
 			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// OrderCall is a create or confirm of an order's intent, as it arrived.
+type OrderCall struct {
+	At    time.Time
+	Order string
+}
+
+// keptOrderCalls bounds the calls kept by order.
+const keptOrderCalls = 100000
+
+// paidFor records a create or confirm for orderID arriving now. The caller holds mu.
+func (s *Server) paidFor(orderID string) {
+	if len(s.paying) >= keptOrderCalls {
+		s.paying = s.paying[:copy(s.paying, s.paying[keptOrderCalls/2:])]
+	}
+	s.paying = append(s.paying, OrderCall{At: time.Now(), Order: orderID})
+}
+
+// OrderCalls returns the intents' creates and confirms that arrived since from,
+// oldest first: how the account's requests went to which orders.
+func (s *Server) OrderCalls(from time.Time) []OrderCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []OrderCall
+	for _, c := range s.paying {
+		if !c.At.Before(from) {
+			out = append(out, c)
 		}
 	}
 	return out
