@@ -19,8 +19,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## Schemathesis against the running API; then, side by side, each part on a stack
 ## of its own (scripts/lane):
 ##  - on the dev stack: every Go test with the race detector (stack tests
-##    required), and beside them the fault suite's rows that share the stack,
-##    four at a time;
+##    required), then the fault suite's rows that share the stack, four at a
+##    time (beside the Go tests they would time out on its Temporal dev server);
 ##  - the tests of the other modules (make modules);
 ##  - the faults lane: the rows that restart the stack's servers or measure a
 ##    flood, one at a time, on a second dev stack;
@@ -40,14 +40,13 @@ test:
 	{ $(LANE_ENV) scripts/lane cluster >$(STACK)/lane-cluster.log 2>&1 & cl=$$!; \
 	  $(LANE_ENV) scripts/lane faults -skip '$(ALONE)' >$(STACK)/lane-faults.log 2>&1 & fl=$$!; \
 	  scripts/timed "other modules" $(MAKE) --no-print-directory -k modules >$(STACK)/modules.log 2>&1 & om=$$!; \
-	  $(TEST_ENV) scripts/timed "fault suite: shared rows (dev stack)" $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m \
-	    -run "$$(scripts/chaos-rows parallel)" ./chaos/ >$(STACK)/shared-rows.log 2>&1 & sr=$$!; \
 	  $(TEST_ENV) scripts/timed "go tests (race, dev stack)" $(GO) test -tags stack -race -p 4 -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
-	  wait $$sr; b=$$?; cat $(STACK)/shared-rows.log; \
+	  $(TEST_ENV) scripts/timed "fault suite: shared rows (dev stack)" $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m \
+	    -run "$$(scripts/chaos-rows parallel)" ./chaos/; b=$$?; \
 	  wait $$om; e=$$?; cat $(STACK)/modules.log; \
 	  wait $$fl; f=$$?; cat $(STACK)/lane-faults.log; \
 	  wait $$cl; c=$$?; cat $(STACK)/lane-cluster.log; \
-	  $(TEST_ENV) ORDERFLOW_CHAOS_LANE=alone scripts/timed "fault suite: $(ALONE) (dev stack, alone)" \
+	  $(TEST_ENV) ORDERFLOW_CHAOS_LANE=alone scripts/timed "fault suite: the flood that times another tenant (dev stack, alone)" \
 	    $(GO) test -tags chaos -count=1 -v -timeout 10m -run '$(ALONE)' ./chaos/; g=$$?; \
 	  exit $$((a | b | c | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log
