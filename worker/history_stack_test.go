@@ -41,6 +41,7 @@ import (
 // workflows' replay test guards them without a server. Histories of runs started
 // before a versioned change are kept there as vN_*.json.
 func TestRealHistoriesReplay(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	h := newHarness(t)
 	h.StartWorker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

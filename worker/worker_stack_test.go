@@ -171,6 +171,7 @@ func TestDeclinedOnTheRealStack(t *testing.T) {
 // ends FAILED on a guess, and the card is charged once. A creation whose answer is
 // lost leaves an intent that is never confirmed, and is swept.
 func TestUnknownOutcomesAreReconciled(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	for _, tc := range []struct {
 		name     string
 		faults   sandbox.Faults

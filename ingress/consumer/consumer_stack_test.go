@@ -295,6 +295,7 @@ func scrape(t *testing.T, opsAddr string) string {
 // their offsets were committed (the commit interval is set beyond the test, which
 // forces the window). The restarted worker gets every event again and starts nothing.
 func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	p := newPipeline(t)
 	const n = 20
 	var msgs []kafka.Message
@@ -335,6 +336,7 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 // SIGTERM while events flow and charges are in flight: the worker exits 0 within its
 // deadline; after a restart every event has exactly one workflow and one charge.
 func TestGracefulStopUnderLoad(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	p := newPipeline(t)
 	p.Sim.SetFaults(sandbox.Faults{LatencyMS: 300})
 	bin := stacktest.Binary(t, "cmd/worker")

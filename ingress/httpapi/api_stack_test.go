@@ -409,6 +409,7 @@ func TestBadInputGetsAClear4xx(t *testing.T) {
 // the response was written (forced by Prefer: wait with no worker running); the
 // client's retry against the restarted API gets the same order.
 func TestAPIKilledBeforeRespondingRetryGetsSameOrder(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	h, tenant, apiKey, ops, env := apiProcessHarness(t, map[string]string{"DRAIN_DELAY": "0s"})
 	bin := stacktest.Binary(t, "cmd/api")
 	api := stacktest.Start(t, bin, env)

@@ -23,6 +23,7 @@ import (
 // as its POST has answered. (The race itself is rare here, where the worker records
 // an order tens of milliseconds after the API: the test below makes it happen.)
 func TestFirstPostsNeverLoseTheRaceToTheirWorkflow(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	h := newAPI(t, 0)
 	tenant := h.tenants[0]
 	const posts, clients, bursts, burst = 200, 16, 5, 10
@@ -89,6 +90,7 @@ func TestFirstPostsNeverLoseTheRaceToTheirWorkflow(t *testing.T) {
 // table takes) holds the API's insert of each first POST and its workflow's first
 // step together; released, both go at once. No POST is answered 5xx for it.
 func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
+	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	h := newAPI(t, 0)
 	tenant := h.tenants[0]
 	ctx := context.Background()
