@@ -15,8 +15,8 @@ run:
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
-## test: vet, then lint, while the local stack (dev profile) starts and Schemathesis
-## runs against its API, stopping there if any fails; then, side by side, each part on a stack
+## test: vet; lint while the local stack (dev profile) starts, stopping there if it
+## fails; Schemathesis against the running API; then, side by side, each part on a stack
 ## of its own (scripts/lane):
 ##  - on the dev stack: every Go test with the race detector (stack tests
 ##    required), then the fault suite's rows that share the stack, four at a
@@ -31,14 +31,15 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## steps and tests, and a line `tests: N passed, N failed, N skipped`.
 test:
 	@mkdir -p $(STACK); rm -f $(STACK)/steps.tsv $(STACK)/chaos-summary.txt
-	@{ scripts/timed vet $(MAKE) --no-print-directory vet && scripts/timed lint scripts/lint; } >$(STACK)/lint.log 2>&1 & lint=$$!; \
-	  ORDERFLOW_STACK_PROFILE=dev scripts/timed "stack up (dev)" scripts/stack up && \
-	  scripts/timed schemathesis scripts/schemathesis; up=$$?; \
+	@scripts/timed vet $(MAKE) --no-print-directory vet
+	@scripts/timed lint scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
+	  ORDERFLOW_STACK_PROFILE=dev scripts/timed "stack up (dev)" scripts/stack up; up=$$?; \
 	  wait $$lint; l=$$?; grep '^\[lint\]' $(STACK)/lint.log; \
-	  if [ $$l -ne 0 ]; then cat $(STACK)/lint.log; echo "make vet or make lint failed (above)" >&2; exit 1; fi; exit $$up
-	{ $(LANE_ENV) nice -n $(LANE_NICE) scripts/lane cluster >$(STACK)/lane-cluster.log 2>&1 & cl=$$!; \
-	  $(LANE_ENV) nice -n $(LANE_NICE) scripts/lane faults -skip '$(ALONE)' >$(STACK)/lane-faults.log 2>&1 & fl=$$!; \
-	  nice -n $(LANE_NICE) scripts/timed "other modules" $(MAKE) --no-print-directory -k modules >$(STACK)/modules.log 2>&1 & om=$$!; \
+	  if [ $$l -ne 0 ]; then cat $(STACK)/lint.log; echo "make lint failed (above)" >&2; exit 1; fi; exit $$up
+	scripts/timed schemathesis scripts/schemathesis
+	{ $(LANE_ENV) scripts/lane cluster >$(STACK)/lane-cluster.log 2>&1 & cl=$$!; \
+	  $(LANE_ENV) scripts/lane faults -skip '$(ALONE)' >$(STACK)/lane-faults.log 2>&1 & fl=$$!; \
+	  scripts/timed "other modules" $(MAKE) --no-print-directory -k modules >$(STACK)/modules.log 2>&1 & om=$$!; \
 	  $(TEST_ENV) scripts/timed "go tests (race, dev stack)" $(GO) test -tags stack -race -p 4 -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
 	  $(TEST_ENV) scripts/timed "fault suite: shared rows (dev stack)" $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m \
 	    -run "$$(scripts/chaos-rows parallel)" ./chaos/; b=$$?; \
@@ -49,10 +50,6 @@ test:
 	    $(GO) test -tags chaos -count=1 -v -timeout 10m -run '$(ALONE)' ./chaos/; g=$$?; \
 	  exit $$((a | b | c | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
 	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log
-
-# The lanes yield the CPU to the dev stack's tests, the longest part, whose
-# Temporal dev server the most rows share at once: two cores are busy throughout.
-LANE_NICE := 5
 
 # ALONE is the row that times another tenant's orders while one tenant's flood
 # keeps two cores busy: beside the other lanes it would time them too.

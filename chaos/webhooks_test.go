@@ -410,9 +410,11 @@ func TestChaosWebhookSignatures(t *testing.T) {
 	if n := r.count(t, `SELECT count(*) FROM webhook_events WHERE event_id = $1`, ev.ID); n != 0 {
 		t.Fatalf("%d webhook rows after refused deliveries", n)
 	}
+	// Only a delivery signals the order's workflow; its own reads of the intent,
+	// on their backoff, may pay it meanwhile.
 	time.Sleep(time.Second)
-	if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'PAYMENT_ACTION_REQUIRED'`, id) != 1 || r.signals(t, id) != 0 {
-		t.Fatal("a refused delivery moved the order")
+	if n := r.signals(t, id); n != 0 {
+		t.Fatalf("a refused delivery reached the order: %d signals", n)
 	}
 	// The rotation's overlap: the previous secret alone, then the current one.
 	previous := rewrite(t, body, "payment_intent.succeeded", "succeeded")

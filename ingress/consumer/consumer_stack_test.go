@@ -293,7 +293,8 @@ func scrape(t *testing.T, opsAddr string) string {
 
 // The worker is killed with SIGKILL after its starts were acknowledged and before
 // their offsets were committed (the commit interval is set beyond the test, which
-// forces the window). The restarted worker gets every event again and starts nothing.
+// forces the window). The restarted worker gets every event not committed again
+// and starts nothing.
 func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	t.Parallel() // its own tenants, task queue and sandbox: it runs beside the package's other slow tests
 	p := newPipeline(t)
@@ -308,10 +309,16 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	ops := stacktest.FreeAddr(t)
 	first := stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), p.workerEnv(ops, map[string]string{"CONSUMER_COMMIT_INTERVAL": "1h"}))
 	stacktest.Eventually(t, 60*time.Second, "all starts to be acknowledged", func() bool { return p.processed(t) == n })
-	if lag := p.lagging(t); len(lag) == 0 {
+	first.Kill(t)
+	// What the killed worker had not committed comes again: all of it, unless a
+	// rebalance (a heartbeat missed on a busy machine) committed some meanwhile.
+	var uncommitted int64
+	for _, l := range p.lagging(t) {
+		uncommitted += l[1] - l[0]
+	}
+	if uncommitted == 0 {
 		t.Fatal("offsets were committed: the window between start and commit was not forced")
 	}
-	first.Kill(t)
 
 	ops = stacktest.FreeAddr(t)
 	stacktest.Start(t, stacktest.Binary(t, "cmd/worker"), p.workerEnv(ops, nil))
@@ -319,8 +326,8 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	metrics := scrape(t, ops)
 	dups, starts := stacktest.Metric(t, metrics, "orderflow_consumer_duplicates_total"), stacktest.Metric(t, metrics, "orderflow_consumer_workflow_starts_total")
 	t.Logf("after SIGKILL between start and commit: %v redelivered events absorbed, %v new starts", dups, starts)
-	if dups != n || starts != 0 {
-		t.Fatalf("duplicates %v, starts %v: want %d and 0", dups, starts, n)
+	if dups != float64(uncommitted) || starts != 0 {
+		t.Fatalf("duplicates %v, starts %v: want %d (the events not committed) and 0", dups, starts, uncommitted)
 	}
 	if got := p.processed(t); got != n {
 		t.Fatalf("processed events = %d", got)

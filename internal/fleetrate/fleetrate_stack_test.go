@@ -15,8 +15,10 @@ import (
 )
 
 // Six processes (pools of their own), four callers each, wait on one budget of
-// 40 a second with a burst of 4 for three seconds: no one-second window admits
-// more than 40 + 4, and the budget is used (at least 90% of it).
+// 40 a second with a burst of 4 for three seconds: no two-second window admits
+// more than 2 x 40 + 4, within 10% (the times are the callers' wake-ups, which a
+// busy machine delays and bunches), and the budget is used (at least 90% of it).
+// Six budgets of a process each would admit six times as much.
 func TestWaitHoldsOneRateAcrossProcesses(t *testing.T) {
 	stacktest.Pool(t) // migrated
 	env := stacktest.Env(t)
@@ -47,12 +49,12 @@ func TestWaitHoldsOneRateAcrossProcesses(t *testing.T) {
 	slices.SortFunc(admitted, func(a, b time.Time) int { return a.Compare(b) })
 	most := 0
 	for i, at := range admitted {
-		j, _ := slices.BinarySearchFunc(admitted, at.Add(time.Second), func(a, b time.Time) int { return a.Compare(b) })
+		j, _ := slices.BinarySearchFunc(admitted, at.Add(2*time.Second), func(a, b time.Time) int { return a.Compare(b) })
 		most = max(most, j-i)
 	}
-	t.Logf("%d admitted in 3 s; at most %d in any second", len(admitted), most)
-	if most > 44 {
-		t.Errorf("%d admitted within one second, over 40 + 4", most)
+	t.Logf("%d admitted in 3 s; at most %d in any two seconds", len(admitted), most)
+	if most > (2*40+4)*11/10 {
+		t.Errorf("%d admitted within two seconds, over 2 x 40 + 4 and 10%%", most)
 	}
 	if len(admitted) < 108 {
 		t.Errorf("%d admitted in 3 s, want at least 90%% of 120", len(admitted))
