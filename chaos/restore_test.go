@@ -98,6 +98,16 @@ func (r *rig) loseTheTail(t *testing.T, fault string, before, lose func()) {
 		ids[events[i]] = order.IDFor(order.WorkflowID(r.tenant, order.FromEvent, events[i]))
 	}
 	r.paid(t, 30)
+	// Every order's workflow has ended, so none writes its row again after the
+	// loss: each comes back by the reconciler's rebuild alone.
+	for i := range 20 {
+		r.settle(t, "lost-"+strconv.Itoa(i))
+	}
+	for _, e := range events {
+		if err := r.Temporal.GetWorkflow(context.Background(), order.WorkflowID(r.tenant, order.FromEvent, e), "").Get(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	lost := make([]string, 0, len(ids))
 	for _, id := range ids {
 		lost = append(lost, id)

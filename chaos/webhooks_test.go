@@ -440,8 +440,9 @@ func TestChaosWebhookAPIKilledWhileHandling(t *testing.T) {
 	api := r.startAPI(t)
 	id, pi := r.awaitCustomer(t, "killed")
 	began := time.Now()
-	time.Sleep(6 * time.Second) // past the worker's first reads: the next read is the API's
-	r.Sim.SetFaults(sandbox.Faults{Only: "retrieve", LatencyMS: 20000, Slow: 1})
+	// Every read of an intent takes 20 s until the kill, the worker's polls too:
+	// the API is surely killed while it handles the delivery.
+	r.Sim.SetFaults(sandbox.Faults{Only: "retrieve", LatencyMS: 20000})
 	r.customerActs(t, pi, "complete")
 	var killed string
 	stacktest.Eventually(t, 30*time.Second, "a delivery being handled", func() bool {
@@ -450,6 +451,7 @@ func TestChaosWebhookAPIKilledWhileHandling(t *testing.T) {
 		return err == nil
 	})
 	api.Kill(t)
+	r.Sim.SetFaults(sandbox.Faults{})
 	r.startAPI(t)
 	r.statusAt(t, id, order.StatusPaid, 2*time.Minute)
 	var deliveries int
