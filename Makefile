@@ -48,8 +48,8 @@ test:
 	  wait $$cl; c=$$?; cat $(STACK)/lane-cluster.log; \
 	  $(TEST_ENV) ORDERFLOW_CHAOS_LANE=alone scripts/timed "fault suite: the flood that times another tenant (dev stack, alone)" \
 	    $(GO) test -tags chaos -count=1 -v -timeout 10m -run '$(ALONE)' ./chaos/; g=$$?; \
-	  exit $$((a | b | c | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log
-	@echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log
+	  exit $$((a | b | c | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log; st=$$?; \
+	  echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log; exit $$st
 
 # ALONE is the row that times another tenant's orders while one tenant's flood
 # keeps two cores busy: beside the other lanes it would time them too.
