@@ -40,7 +40,7 @@ func TestTenantOverItsBudgetIsRefusedAndLosesNothing(t *testing.T) {
 		keys[tenant] = key
 		tenants = append(tenants, tenant)
 	}
-	limits, err := quota.NewLimiter("api", quota.Limit{Rate: 0.5, Burst: 2}, fleetrate.New(h.Pool))
+	limits, err := quota.NewLimiter("api", quota.Limit{Rate: 0.2, Burst: 2}, fleetrate.New(h.Pool))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,17 +52,18 @@ func TestTenantOverItsBudgetIsRefusedAndLosesNothing(t *testing.T) {
 		return do(t, "POST", srv.URL+"/v1/orders", keys[tenant], body, map[string]string{"Idempotency-Key": key})
 	}
 	for _, k := range []string{"k1", "k2"} {
-		if r := post(a, k); r.status != 202 || r.header.Get("RateLimit-Policy") != `"tenant";q=2;w=4` {
+		if r := post(a, k); r.status != 202 || r.header.Get("RateLimit-Policy") != `"tenant";q=2;w=10` {
 			t.Fatalf("POST %s: %d, RateLimit-Policy %q", k, r.status, r.header.Get("RateLimit-Policy"))
 		}
 	}
 	r := post(a, "k3")
 	retry, _ := strconv.Atoi(r.header.Get("Retry-After"))
-	// Full again 4 s after the first POST at 0.5 a second: t counts down from 4
-	// as the two POSTs take their time.
+	// Full again 10 s after the first POST at 0.2 a second (slow enough that no
+	// POST is admitted while the first two take their time on a busy machine):
+	// t counts down from 10 meanwhile.
 	var reset int
 	_, scanErr := fmt.Sscanf(r.header.Get("RateLimit"), `"tenant";r=0;t=%d`, &reset)
-	if r.status != 429 || r.problemType() != "quota-exceeded" || retry < 1 || scanErr != nil || reset < 1 || reset > 4 {
+	if r.status != 429 || r.problemType() != "quota-exceeded" || retry < 1 || scanErr != nil || reset < 1 || reset > 10 {
 		t.Fatalf("over the budget: %d %s, Retry-After %q, RateLimit %q", r.status, r.problemType(), r.header.Get("Retry-After"), r.header.Get("RateLimit"))
 	}
 	wf := order.WorkflowID(a, order.FromHTTP, "k3")
