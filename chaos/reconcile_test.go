@@ -143,7 +143,13 @@ func (r *rig) place(t *testing.T, key, body string) string {
 // settle waits for the workflow of the order placed with key to close.
 func (r *rig) settle(t *testing.T, key string) {
 	t.Helper()
-	if err := r.Temporal.GetWorkflow(context.Background(), r.workflowOf(key), "").Get(context.Background(), nil); err != nil {
+	r.settleWorkflow(t, r.workflowOf(key))
+}
+
+// settleWorkflow waits for the workflow to end.
+func (r *rig) settleWorkflow(t *testing.T, wf string) {
+	t.Helper()
+	if err := r.Temporal.GetWorkflow(context.Background(), wf, "").Get(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 }

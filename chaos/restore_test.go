@@ -104,9 +104,7 @@ func (r *rig) loseTheTail(t *testing.T, fault string, before, lose func()) {
 		r.settle(t, "lost-"+strconv.Itoa(i))
 	}
 	for _, e := range events {
-		if err := r.Temporal.GetWorkflow(context.Background(), order.WorkflowID(r.tenant, order.FromEvent, e), "").Get(context.Background(), nil); err != nil {
-			t.Fatal(err)
-		}
+		r.settleWorkflow(t, order.WorkflowID(r.tenant, order.FromEvent, e))
 	}
 	lost := make([]string, 0, len(ids))
 	for _, id := range ids {

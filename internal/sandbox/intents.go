@@ -81,7 +81,7 @@ func (s *Server) createIntent(w http.ResponseWriter, r *http.Request) {
 		types = []string{"card"}
 	}
 	s.mu.Lock()
-	s.paidFor(md["order_id"])
+	s.recordOrderCall(md["order_id"])
 	s.mu.Unlock()
 	s.idempotent(w, r, r.PostForm.Encode(), "create", func(_ string, wait func()) (int, any) {
 		wait()
@@ -113,7 +113,7 @@ func (s *Server) confirmIntent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	if in := s.intent(id); in != nil {
-		s.paidFor(in.Metadata["order_id"])
+		s.recordOrderCall(in.Metadata["order_id"])
 	}
 	s.mu.Unlock()
 	s.idempotent(w, r, r.PostForm.Encode(), "confirm", func(key string, wait func()) (int, any) {

@@ -292,8 +292,8 @@ type OrderCall struct {
 // keptOrderCalls bounds the calls kept by order.
 const keptOrderCalls = 100000
 
-// paidFor records a create or confirm for orderID arriving now. The caller holds mu.
-func (s *Server) paidFor(orderID string) {
+// recordOrderCall records a create or confirm for orderID arriving now. The caller holds mu.
+func (s *Server) recordOrderCall(orderID string) {
 	if len(s.paying) >= keptOrderCalls {
 		s.paying = s.paying[:copy(s.paying, s.paying[keptOrderCalls/2:])]
 	}
