@@ -15,9 +15,10 @@ run:
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
-## test: vet; lint while the local stack (dev profile) starts, stopping there if it
-## fails; Schemathesis against the running API; then, side by side, each part on a stack
-## of its own (scripts/lane):
+## test: the cluster profile's Temporal server starts building (a cold build is
+## the longest step; the cluster lane waits for it); vet; lint while the local
+## stack (dev profile) starts, stopping there if it fails; Schemathesis against the
+## running API; then, side by side, each part on a stack of its own (scripts/lane):
 ##  - on the dev stack: every Go test with the race detector (stack tests
 ##    required), then the fault suite's rows that share the stack, four at a
 ##    time (beside the Go tests they would time out on its Temporal dev server);
@@ -31,6 +32,7 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## steps and tests, and a line `tests: N passed, N failed, N skipped`.
 test:
 	@mkdir -p $(STACK); rm -f $(STACK)/steps.tsv $(STACK)/chaos-summary.txt
+	@scripts/timed "cluster server build (from the start)" scripts/stack build server >$(STACK)/build-server.log 2>&1 &
 	@scripts/timed vet $(MAKE) --no-print-directory vet
 	@scripts/timed lint scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
 	  ORDERFLOW_STACK_PROFILE=dev scripts/timed "stack up (dev)" scripts/stack up; up=$$?; \

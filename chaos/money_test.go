@@ -36,9 +36,12 @@ func (r *rig) postBody(t *testing.T, key, body string) (int, string) {
 
 func (r *rig) paid(t *testing.T, n int) {
 	t.Helper()
-	stacktest.Eventually(t, 2*time.Minute, fmt.Sprintf("%d orders to be paid", n), func() bool {
-		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == n
-	})
+	paid := func() int {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant)
+	}
+	if err := stacktest.Progressing(2*time.Minute, 5*time.Minute, n, paid); err != nil {
+		t.Fatalf("waiting for %d orders to be paid: %v", n, err)
+	}
 }
 
 // forgetWorkflow deletes a closed workflow as Temporal's retention would.

@@ -238,13 +238,13 @@ func (r *rig) ledger(t *testing.T, fault string) {
 	}
 	r.mu.Unlock()
 	n := len(ids)
-	deadline := time.Now().Add(3 * time.Minute)
-	for r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) != n {
-		if time.Now().After(deadline) {
-			r.diagnose(t)
-			t.Fatalf("timed out after 3m waiting for %d orders to be paid", n)
-		}
-		time.Sleep(200 * time.Millisecond)
+	paid := func() int {
+		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant)
+	}
+	// Two minutes without an order paid is four times the longest retry backoff.
+	if err := stacktest.Progressing(2*time.Minute, 10*time.Minute, n, paid); err != nil {
+		r.diagnose(t)
+		t.Fatalf("waiting for %d orders to be paid: %v", n, err)
 	}
 	orders := r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, r.tenant)
 	workflows, charges := 0, 0

@@ -1,6 +1,7 @@
 package stacktest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +102,32 @@ func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Progressing polls count every 200 ms until it reaches want. It gives up when
+// count has not grown for stall, or when limit has passed since the call: a busy
+// machine slows work that is moving, and only work that stopped is a failure.
+func Progressing(stall, limit time.Duration, want int, count func() int) error {
+	return progressing(stall, limit, 200*time.Millisecond, want, count)
+}
+
+func progressing(stall, limit, every time.Duration, want int, count func() int) error {
+	start := time.Now()
+	best, moved := count(), start
+	for best < want {
+		now := time.Now()
+		switch {
+		case now.Sub(moved) > stall:
+			return fmt.Errorf("%d of %d after %s: none for %s", best, want, now.Sub(start).Round(time.Second), stall)
+		case now.Sub(start) > limit:
+			return fmt.Errorf("%d of %d after %s", best, want, limit)
+		}
+		time.Sleep(every)
+		if n := count(); n > best {
+			best, moved = n, time.Now()
+		}
+	}
+	return nil
 }
 
 // The addresses FreeAddr has handed out in this test process: a port picked at
