@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -417,10 +418,26 @@ func (r *rig) eventTypes(t *testing.T) map[string][]string {
 	return out
 }
 
-// readEvents reads the events topic to its end.
+// readEvents reads the events topic to its end. A read that a busy broker leaves
+// unanswered for 30 s starts again on a new reader, for two minutes in all.
 func (r *rig) readEvents(t *testing.T) []activities.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := r.readEventsOnce(t, 30*time.Second)
+		if err == nil {
+			return out
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		t.Logf("%v; reading again", err)
+	}
+}
+
+func (r *rig) readEventsOnce(t *testing.T, within time.Duration) ([]activities.Event, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	end := stacktest.EndOffset(t, r.Topic, 0)
 	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
@@ -430,7 +447,7 @@ func (r *rig) readEvents(t *testing.T) []activities.Event {
 	for offset := int64(0); offset < end; {
 		m, err := rd.ReadMessage(ctx)
 		if err != nil {
-			t.Fatalf("read events at %d of %d: %v", offset, end, err)
+			return nil, fmt.Errorf("read events at %d of %d: %w", offset, end, err)
 		}
 		offset = m.Offset + 1
 		if err := contract.CheckEvent(m); err != nil {
@@ -442,7 +459,7 @@ func (r *rig) readEvents(t *testing.T) []activities.Event {
 		}
 		out = append(out, e)
 	}
-	return out
+	return out, nil
 }
 
 // A cardholder's bank disputes a paid order's charge and later decides it for the
