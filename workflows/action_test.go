@@ -41,7 +41,7 @@ func actionEnv(t *testing.T, c *customer) *env {
 	t.Helper()
 	e := newEnv(t)
 	e.SetTestTimeout(2 * time.Minute)
-	e.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&serverAttempts{}}})
+	e.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockAfter, Interceptors: []interceptor.WorkerInterceptor{&serverAttempts{}}})
 	c.start = time.Now() // activities' deadlines are on the real clock: never start in the past
 	e.SetStartTime(c.start)
 	read := func() activities.IntentState {

@@ -96,7 +96,7 @@ func outage(t *testing.T, start time.Time, in PlaceOrder, setup func(*env)) (*en
 		e := newEnv(t)
 		// A week of attempts takes a few seconds of real time, more under -race.
 		e.SetTestTimeout(5 * time.Minute)
-		e.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&serverAttempts{}}})
+		e.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockAfter, Interceptors: []interceptor.WorkerInterceptor{&serverAttempts{}}})
 		e.SetStartTime(clock)
 		setup(e)
 		h := watchHistory(e)

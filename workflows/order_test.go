@@ -15,6 +15,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/order"
@@ -74,6 +75,10 @@ func (e *env) onConfirm(fn func(context.Context, activities.ConfirmInput) (activ
 	}
 }
 
+// deadlockAfter is how long a workflow task may run before the test environment
+// calls it a deadlock: its default of 1 s is reached under -race on a busy machine.
+const deadlockAfter = 10 * time.Second
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
@@ -86,6 +91,7 @@ func newEnv(t *testing.T) *env {
 		events:                  activities.NewEvents(nil, nil),
 	}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWorkflowID})
+	e.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockAfter})
 	e.RegisterWorkflow(Order)
 	e.RegisterActivity(e.orders)
 	e.RegisterActivity(e.payments)

@@ -15,6 +15,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
@@ -50,6 +51,7 @@ func newRefundEnv(t *testing.T) *refundEnv {
 		events:                  activities.NewEvents(nil, nil),
 	}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testRefundWorkflowID})
+	e.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockAfter})
 	e.RegisterWorkflow(Refund)
 	e.RegisterWorkflow(FollowPayment)
 	e.RegisterActivity(e.payments)
