@@ -50,14 +50,11 @@ func TestChaosProviderBudgetHoldsAcrossTheFleet(t *testing.T) {
 				r.opsAddr = stacktest.FreeAddr(t)
 				r.startWorker(t, env)
 			}
-			paid := func(tenant string) int {
-				return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, tenant)
-			}
-			stacktest.Eventually(t, 3*time.Minute, "the heavier tenant's orders to be paid", func() bool { return paid(r.tenant) == each })
-			lighter := paid(light)
+			stacktest.Eventually(t, 3*time.Minute, "the heavier tenant's orders to be paid", func() bool { return r.paidOf(t, r.tenant) == each })
+			lighter := r.paidOf(t, light)
 			heavyShare, lightShare := split(r.Sim.OrderCalls(began), ordersOf(r.tenant, "heavy", each), ordersOf(light, "light", each))
 			r.ledger(t, fmt.Sprintf("provider budget %d/s over %d workers", rate, workers))
-			stacktest.Eventually(t, 3*time.Minute, "the lighter tenant's orders to be paid", func() bool { return paid(light) == each })
+			stacktest.Eventually(t, 3*time.Minute, "the lighter tenant's orders to be paid", func() bool { return r.paidOf(t, light) == each })
 			for i := range each {
 				if n := len(r.Sim.ChargesForOrder(order.IDFor(order.WorkflowID(light, order.FromEvent, fmt.Sprintf("light-%d", i))))); n != 1 {
 					t.Errorf("light-%d: %d charges", i, n)

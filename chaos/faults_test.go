@@ -52,7 +52,7 @@ func (r *rig) traffic(t *testing.T, name string, d time.Duration) (wait func()) 
 func (r *rig) flowing(t *testing.T, n int) {
 	t.Helper()
 	stacktest.Eventually(t, time.Minute, fmt.Sprintf("%d orders paid under traffic", n), func() bool {
-		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) >= n
+		return r.paidOf(t, r.tenant) >= n
 	})
 }
 
@@ -219,7 +219,7 @@ func TestChaosProviderSlowAnd5xx(t *testing.T) {
 		r.order(t, fmt.Sprintf("slow-%d", i))
 	}
 	stacktest.Eventually(t, 60*time.Second, "the slow orders to be paid", func() bool {
-		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant) == 3
+		return r.paidOf(t, r.tenant) == 3
 	})
 	r.Sim.SetFaults(sandbox.Faults{FailBefore: 12})
 	for i := range 5 {

@@ -36,9 +36,7 @@ func (r *rig) postBody(t *testing.T, key, body string) (int, string) {
 
 func (r *rig) paid(t *testing.T, n int) {
 	t.Helper()
-	paid := func() int {
-		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant)
-	}
+	paid := func() int { return r.paidOf(t, r.tenant) }
 	if err := stacktest.Progressing(2*time.Minute, 5*time.Minute, n, paid); err != nil {
 		t.Fatalf("waiting for %d orders to be paid: %v", n, err)
 	}

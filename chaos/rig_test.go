@@ -238,9 +238,7 @@ func (r *rig) ledger(t *testing.T, fault string) {
 	}
 	r.mu.Unlock()
 	n := len(ids)
-	paid := func() int {
-		return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant)
-	}
+	paid := func() int { return r.paidOf(t, r.tenant) }
 	// Two minutes without an order paid is four times the longest retry backoff.
 	if err := stacktest.Progressing(2*time.Minute, 10*time.Minute, n, paid); err != nil {
 		r.diagnose(t)
@@ -278,6 +276,12 @@ func (r *rig) ledger(t *testing.T, fault string) {
 	if orders != n || workflows != n || charges != n || allCharges != n || distinct != n || refunds != 0 || balanced != orders || pending != 0 {
 		t.Fatalf("ledger does not balance: %s", line)
 	}
+}
+
+// paidOf counts the tenant's PAID orders.
+func (r *rig) paidOf(t *testing.T, tenant string) int {
+	t.Helper()
+	return r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, tenant)
 }
 
 // diagnose logs where the orders and events stand when the ledger does not settle.

@@ -75,7 +75,7 @@ func TestRolloutOldRunsFinishOnNewCode(t *testing.T) {
 	if code := old.Wait(t, 30*time.Second); code != 0 {
 		t.Errorf("old worker exited %d on SIGTERM, want 0", code)
 	}
-	if paid := r.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, r.tenant); paid != 0 {
+	if paid := r.paidOf(t, r.tenant); paid != 0 {
 		t.Fatalf("%d orders were paid before the new worker started: the old worker finished them itself", paid)
 	}
 	for _, id := range ids {
