@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -26,12 +27,19 @@ func (r *rig) postOrder(t *testing.T, key string) (int, string) {
 	return r.postBody(t, key, orderJSON)
 }
 
-// postBody sends one POST with body and returns its status and the order ID it
-// answered.
+// postBody POSTs body with key and returns the status and the order ID answered.
+// A 503 (the API shedding load on a busy machine) is sent again with the same key
+// for up to a minute, as a client would.
 func (r *rig) postBody(t *testing.T, key, body string) (int, string) {
 	t.Helper()
-	status, id, _, _ := r.retry(t, key, body)
-	return status, id
+	deadline := time.Now().Add(time.Minute)
+	for {
+		status, id, _, _ := r.retry(t, key, body)
+		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return status, id
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 func (r *rig) paid(t *testing.T, n int) {

@@ -287,16 +287,18 @@ func TestPreferWaitAndReplay(t *testing.T) {
 
 // A shop keeps paid orders cancellable for ten minutes: the workflow runs on after
 // the order is paid, and a client waiting for the order is answered 201 PAID once
-// it is paid, not 202 when its wait runs out.
+// it is paid, not 202 when its wait runs out (a wait that would end with the
+// workflow answers 202 after 30 s: the status tells the two apart, on a busy
+// machine too).
 func TestPreferWaitAnswersWhenPaidNotWhenTheWorkflowEnds(t *testing.T) {
 	h := newAPI(t, 10*time.Minute)
 	tenant := h.tenants[0]
 	for i := range 3 {
 		began := time.Now()
-		r := h.post(t, tenant, stacktest.Name("k"), body, map[string]string{"Prefer": "wait=10"})
+		r := h.post(t, tenant, stacktest.Name("k"), body, map[string]string{"Prefer": "wait=30"})
 		took := time.Since(began)
-		if r.status != http.StatusCreated || r.order(t).Status != order.StatusPaid || took > 5*time.Second {
-			t.Fatalf("POST %d with Prefer: wait=10: %d %s after %s, want 201 PAID at once", i, r.status, r.body, took)
+		if r.status != http.StatusCreated || r.order(t).Status != order.StatusPaid {
+			t.Fatalf("POST %d with Prefer: wait=30: %d %s after %s, want 201 PAID before the wait ran out", i, r.status, r.body, took)
 		}
 		t.Logf("POST %d: 201 PAID in %s", i, took.Round(time.Millisecond))
 	}
