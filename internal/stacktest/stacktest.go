@@ -26,6 +26,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/orderflow/orderflow/contracts"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -239,15 +241,37 @@ func EndOffset(tb testing.TB, topic string, partition int) int64 {
 // Runs counts the runs of a workflow ID known to Temporal's visibility store.
 func Runs(tb testing.TB, c client.Client, workflowID string) int {
 	tb.Helper()
+	// A busy server may leave a list unanswered for 10 s; it is asked again,
+	// for a minute in all, as a list changes nothing.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := listRuns(c, workflowID)
+		if err == nil {
+			return n
+		}
+		if !timedOut(err) || time.Now().After(deadline) {
+			tb.Fatalf("list runs of %s: %v", workflowID, err)
+		}
+	}
+}
+
+func listRuns(c client.Client, workflowID string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Query: fmt.Sprintf("WorkflowId = %q", workflowID),
 	})
 	if err != nil {
-		tb.Fatalf("list runs of %s: %v", workflowID, err)
+		return 0, err
 	}
-	return len(resp.Executions)
+	return len(resp.Executions), nil
+}
+
+// timedOut is whether err is a call's deadline passing or the server being
+// unavailable: what a busy machine causes, not what a wrong call does.
+func timedOut(err error) bool {
+	code := status.Code(err)
+	return errors.Is(err, context.DeadlineExceeded) || code == codes.DeadlineExceeded || code == codes.Unavailable
 }
 
 // Metric returns the value of a counter or gauge (summed over its labels) in text
