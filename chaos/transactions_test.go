@@ -35,10 +35,11 @@ func (r *rig) javaProducer(t *testing.T, mode, partitions string, count int) {
 		t.Fatal("the stack's env names no ORDERFLOW_KAFKA_LIBS: run scripts/stack up")
 	}
 	classes := t.TempDir()
-	if out, err := exec.Command("javac", "-d", classes, "-cp", filepath.Join(libs, "*"), "testdata/Producer.java").CombinedOutput(); err != nil {
+	if out, err := exec.Command("javac", "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-d", classes, "-cp", filepath.Join(libs, "*"), "testdata/Producer.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	cmd := exec.Command("java", "-cp", classes+string(os.PathListSeparator)+filepath.Join(libs, "*"), "Producer",
+	// A short run: the client compiler and the serial collector spend less CPU.
+	cmd := exec.Command("java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", classes+string(os.PathListSeparator)+filepath.Join(libs, "*"), "Producer",
 		mode, r.Env["ORDERFLOW_KAFKA_PLAINTEXT"], r.requests, partitions, r.tenant, strconv.Itoa(count), orderJSON)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the %s producer: %v\n%s", mode, err, out)

@@ -1,7 +1,11 @@
 package stacktest
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,12 +38,62 @@ func Binary(tb testing.TB, pkg string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	bin, err := testkit.Build(pkg, dir)
+	cache, err := os.UserCacheDir()
 	if err != nil {
+		tb.Fatal(err)
+	}
+	shared, err := sharedBuild(filepath.Join(cache, "orderflow", "bin", "checkout"), pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	if err := copyFile(shared, bin); err != nil {
 		tb.Fatal(err)
 	}
 	built[pkg] = bin
 	return bin
+}
+
+// sharedBuild builds pkg under root, in a directory shared by the test processes
+// of this checkout, one at a time: go build relinks only a binary that is out of date,
+// so the processes after the first skip the link. Each process runs a copy,
+// which a later build cannot change under it.
+func sharedBuild(root, pkg string) (string, error) {
+	mod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(mod))
+	dir := filepath.Join(root, hex.EncodeToString(sum[:6]), pkg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return testkit.Build(pkg, dir)
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return fmt.Errorf("copy %s: %w", from, err)
+	}
+	return dst.Close()
 }
 
 // Proc is a process started by a test, killed at cleanup if still running.
