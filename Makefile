@@ -14,8 +14,9 @@ run:
 	scripts/run
 
 # Test binaries link without DWARF, which no test reads: a third less time in
-# the linker, which make test runs over a hundred times.
-test modules chaos: export GOFLAGS += -ldflags=-w
+# the linker, which make test runs over a hundred times. The flags of go env
+# (its file included) are kept.
+test modules chaos: export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -ldflags=-w)
 
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
