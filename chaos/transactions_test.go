@@ -48,8 +48,8 @@ func (r *rig) javaProducer(t *testing.T, mode, partitions string, count int) {
 
 // atEnd waits for the group's committed offsets to reach each partition's end;
 // an empty partition has nothing to commit. Past the last order, the partition
-// commits through trailing markers only when its reader goes idle, which on a
-// busy machine has taken more than 90 s.
+// commits through trailing markers when its reader goes idle, on a busy machine
+// some seconds later.
 func (r *rig) atEnd(t *testing.T) {
 	t.Helper()
 	stacktest.Eventually(t, 3*time.Minute, "the group's offsets to reach each partition's end", func() bool {

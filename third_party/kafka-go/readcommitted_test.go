@@ -219,6 +219,9 @@ type txBroker struct {
 	// them); fetchVersion the highest fetch version it supports (5 or 10).
 	perFetch     int
 	fetchVersion int16
+	// late, when set, holds back all but a response's first batch that long, as
+	// a busy machine does: the rest arrives after the fetch's wait is over.
+	late time.Duration
 
 	ln      net.Listener
 	mutex   sync.Mutex
@@ -393,10 +396,28 @@ func (b *txBroker) fetch(w *bufio.Writer, version int16, correlationID int32, re
 		wb.writeInt32(correlationID)
 		wb.Write(body)
 	})
+	if b.late > 0 && len(batches) > 1 {
+		first := len(frame) - recordsLen(batches) + len(batches[0].bytes()) // the records end the frame
+		if _, err := w.Write(frame[:first]); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		time.Sleep(b.late)
+		frame = frame[first:]
+	}
 	if _, err := w.Write(frame); err != nil {
 		return err
 	}
 	return w.Flush()
+}
+
+func recordsLen(batches []txBatch) (n int) {
+	for _, batch := range batches {
+		n += len(batch.bytes())
+	}
+	return n
 }
 
 // conn is a Conn to the fake broker's partition, at offset 0.
@@ -659,6 +680,22 @@ func TestReaderOffsetMovesPastHiddenRecords(t *testing.T) {
 			require.Equal(t, int64(0), r.Lag())
 		})
 	}
+}
+
+// TestReaderOffsetMovesPastHiddenRecordsReadLate: a response whose hidden records
+// at the end arrive after the fetch's wait (the batch then ends in
+// RequestTimedOut, which the reader retries from past them) still moves
+// Offset past them: else the partition's Offset stays short of its end.
+func TestReaderOffsetMovesPastHiddenRecordsReadLate(t *testing.T) {
+	l := newTxLog().
+		plain("plain-0").
+		txn(2, "p2-aborted-1").
+		abort(2)
+	b := startTxBroker(t, l, 0)
+	b.late = 200 * time.Millisecond // four times the reader's MaxWait
+	r := newTxReader(t, b)
+	require.Equal(t, []string{"plain-0"}, readTxMessages(t, r, 1))
+	waitTxOffset(t, r, l.end)
 }
 
 // TestReaderReadCommittedSimulatedProducers: three transactional producers commit

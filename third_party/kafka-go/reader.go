@@ -1548,15 +1548,15 @@ func (r *reader) read(ctx context.Context, offset int64, conn *Conn) (int64, err
 	}
 
 	// Records the batch hid at its end were read past: the next fetch starts after
-	// them, and the application's Offset moves there in its turn.
+	// them, and the application's Offset moves there in its turn, whatever
+	// ended the batch (a batch read after its deadline ends in RequestTimedOut,
+	// and run goes on from offset all the same).
 	if next := batch.Offset(); next > offset {
 		offset = next
 		r.stats.offset.observe(offset)
-		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, errShortRead) {
-			select {
-			case r.msgs <- readerMessage{version: r.version, position: offset, watermark: highWaterMark}:
-			case <-ctx.Done():
-			}
+		select {
+		case r.msgs <- readerMessage{version: r.version, position: offset, watermark: highWaterMark}:
+		case <-ctx.Done():
 		}
 	}
 
