@@ -22,12 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/segmentio/kafka-go"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/orderflow/orderflow/contracts"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -106,6 +105,11 @@ func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.Cl
 	}
 	opts.Interceptors = interceptors
 	c, err := client.Dial(opts)
+	// A busy server may answer the dial's health check late: dialled again, for
+	// a minute in all.
+	for deadline := time.Now().Add(time.Minute); err != nil && timedOut(err) && time.Now().Before(deadline); {
+		c, err = client.Dial(opts)
+	}
 	if err != nil {
 		tb.Fatalf("dial temporal: %v", err)
 	}
@@ -270,8 +274,9 @@ func listRuns(c client.Client, workflowID string) (int, error) {
 // timedOut is whether err is a call's deadline passing or the server being
 // unavailable: what a busy machine causes, not what a wrong call does.
 func timedOut(err error) bool {
-	code := status.Code(err)
-	return errors.Is(err, context.DeadlineExceeded) || code == codes.DeadlineExceeded || code == codes.Unavailable
+	var late *serviceerror.DeadlineExceeded
+	var unavailable *serviceerror.Unavailable
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &late) || errors.As(err, &unavailable)
 }
 
 // Metric returns the value of a counter or gauge (summed over its labels) in text
