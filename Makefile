@@ -21,8 +21,8 @@ test modules chaos: export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -ldflag
 TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt
 
 ## test: the cluster profile's Temporal server starts building (a cold build is
-## the longest step; the cluster lane waits for it); vet; lint while the local
-## stack (dev profile) starts, stopping there if it fails; Schemathesis against the
+## the longest step; the cluster lane waits for it); vet and lint while the local
+## stack (dev profile) starts, stopping there if one fails; Schemathesis against the
 ## running API; then, side by side, each part on a stack of its own (scripts/lane):
 ##  - on the dev stack: every Go test with the race detector (stack tests
 ##    required), then the fault suite's rows that share the stack, four at a
@@ -38,10 +38,11 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 test:
 	@mkdir -p $(STACK); rm -f $(STACK)/steps.tsv $(STACK)/chaos-summary.txt
 	@scripts/timed "cluster server build (from the start)" scripts/stack build server >$(STACK)/build-server.log 2>&1 &
-	@scripts/timed vet $(MAKE) --no-print-directory vet
-	@scripts/timed lint scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
+	@scripts/timed vet $(MAKE) --no-print-directory vet >$(STACK)/vet.log 2>&1 & vet=$$!; \
+	  scripts/timed lint scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
 	  ORDERFLOW_STACK_PROFILE=dev scripts/timed "stack up (dev)" scripts/stack up; up=$$?; \
-	  wait $$lint; l=$$?; grep '^\[lint\]' $(STACK)/lint.log; \
+	  wait $$vet; v=$$?; wait $$lint; l=$$?; grep '^\[lint\]' $(STACK)/lint.log; \
+	  if [ $$v -ne 0 ]; then cat $(STACK)/vet.log; echo "make vet failed (above)" >&2; exit 1; fi; \
 	  if [ $$l -ne 0 ]; then cat $(STACK)/lint.log; echo "make lint failed (above)" >&2; exit 1; fi; exit $$up
 	scripts/timed schemathesis scripts/schemathesis
 	{ $(LANE_ENV) scripts/lane cluster >$(STACK)/lane-cluster.log 2>&1 & cl=$$!; \
