@@ -251,12 +251,15 @@ type fakeFindings struct {
 	rebuilt map[string]Known // by order ID
 }
 
-func (s *fakeFindings) Rebuild(_ context.Context, k Known) (bool, error) {
+// Rebuild writes the order and its finding together, as Store does in a
+// transaction.
+func (s *fakeFindings) Rebuild(ctx context.Context, k Known, f Finding) (bool, error) {
 	if _, ok := s.rebuilt[k.Order.ID]; ok {
 		return false, nil
 	}
 	s.rebuilt[k.Order.ID] = k
-	return true, nil
+	_, err := s.Record(ctx, f)
+	return true, err
 }
 
 func (s *fakeFindings) Record(_ context.Context, f Finding) (bool, error) {

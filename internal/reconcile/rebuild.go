@@ -109,16 +109,23 @@ func (r *Reconciler) rebuildUnsettled(ctx context.Context, p *pass, o orderstore
 	return true, r.rebuild(ctx, p, k, time.Time{}, "the order was "+string(o.Status)+"; its workflow shows it "+string(k.Status))
 }
 
-// rebuild writes k back and records the finding. A rebuilt order paid and then
+// rebuild writes k back with its finding. A rebuilt order paid and then
 // refunded or disputed is PAID in its row: a follow run moves it to what the
-// provider holds. An order that ended is written back ended. A failure is a finding; a later pass finds the order again.
+// provider holds; when it cannot be started, the pass reads the charge's
+// refunds again from created. A failure is a finding; a later pass finds the
+// order again.
 func (r *Reconciler) rebuild(ctx context.Context, p *pass, k Known, created time.Time, detail string) error {
 	o := k.Order
 	f := Finding{Kind: KindRowRebuilt, Action: ActionRebuilt, OrderID: o.ID, Tenant: o.Tenant, ProviderID: k.ChargeID,
 		Amount: o.Amount, Currency: o.Currency, Detail: detail}
-	changed, err := r.findings.Rebuild(ctx, k)
+	changed, err := r.findings.Rebuild(ctx, k, f)
+	if err == nil && changed {
+		r.counted(p, f)
+	}
 	if err == nil && order.AfterPayment(k.Status) && k.Status != order.StatusPaid {
-		err = r.engine.Follow(ctx, o, k.IntentID, "rebuilt:"+k.ChargeID)
+		if err = r.engine.Follow(ctx, o, k.IntentID, "rebuilt:"+k.ChargeID); err != nil {
+			f = Finding{Kind: KindUnchecked, OrderID: o.ID, Tenant: o.Tenant, ProviderID: k.ChargeID}
+		}
 	}
 	if err != nil {
 		if !created.IsZero() {
@@ -126,8 +133,5 @@ func (r *Reconciler) rebuild(ctx context.Context, p *pass, k Known, created time
 		}
 		return r.failed(ctx, p, f, fmt.Errorf("rebuild order %s: %w", o.ID, err))
 	}
-	if !changed {
-		return nil
-	}
-	return r.record(ctx, p, f)
+	return nil
 }

@@ -120,8 +120,9 @@ type Findings interface {
 	NewKeyGeneration(ctx context.Context, base string, at time.Time) error
 	DropKeyGeneration(ctx context.Context, base string) error
 	DropKeyGenerationsBefore(ctx context.Context, before time.Time) error
-	// Rebuild writes back an order and its payment that the table lost.
-	Rebuild(ctx context.Context, k Known) (bool, error)
+	// Rebuild writes back an order and its payment that the table lost, and the
+	// finding that says so, together; true when it wrote.
+	Rebuild(ctx context.Context, k Known, f Finding) (bool, error)
 }
 
 // Options are a reconciler's policy.
@@ -578,9 +579,14 @@ func (r *Reconciler) record(ctx context.Context, p *pass, f Finding) error {
 	if err != nil || !isNew {
 		return err
 	}
+	r.counted(p, f)
+	return nil
+}
+
+// counted counts a new finding in the pass's report and the metric.
+func (r *Reconciler) counted(p *pass, f Finding) {
 	p.rep.Findings++
 	r.found.WithLabelValues(f.Kind, f.Action).Inc()
-	return nil
 }
 
 // elsewhere has each paid order follow the refunds and disputes that others made

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/ledger"
@@ -46,20 +47,25 @@ type Store struct {
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, refunds: refundstore.New(pool)} }
 
 // Rebuild writes back, in one transaction, the order and the payment that the
-// workflow engine and the provider show (Known) and the table lost: true when
-// the order's row was missing or moved. An order that ended without a payment
-// to keep has its row moved to how it ended.
-func (s *Store) Rebuild(ctx context.Context, k Known) (bool, error) {
+// workflow engine and the provider show (Known) and the table lost, and f, the
+// finding that says so: true when the order's row was missing or moved. An
+// order that ended without a payment to keep has its row moved to how it ended.
+// A row written back always has its finding: a pass that stops between them
+// would leave a repair nobody can see (the next pass finds the row in place).
+func (s *Store) Rebuild(ctx context.Context, k Known, f Finding) (bool, error) {
 	var changed bool
-	if !order.AfterPayment(k.Status) {
-		return orderstore.New(s.pool).RebuildEnded(ctx, k.Order.ID, k.Status, k.IntentID)
-	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if changed, err = orderstore.New(tx).Rebuild(ctx, k.Order, k.IntentID); err != nil {
+		if !order.AfterPayment(k.Status) {
+			changed, err = orderstore.New(tx).RebuildEnded(ctx, k.Order.ID, k.Status, k.IntentID)
+		} else if changed, err = orderstore.New(tx).Rebuild(ctx, k.Order, k.IntentID); err == nil {
+			err = ledger.On(tx).Rebuild(ctx, k.Order.ID, k.IntentID, k.ChargeID, k.Order.Amount, k.Order.Currency)
+		}
+		if err != nil || !changed {
 			return err
 		}
-		return ledger.On(tx).Rebuild(ctx, k.Order.ID, k.IntentID, k.ChargeID, k.Order.Amount, k.Order.Currency)
+		_, err = record(ctx, tx, f)
+		return err
 	})
 	return changed, err
 }
@@ -92,7 +98,16 @@ func (s *Store) RequestExplains(ctx context.Context, tenant, id, providerRefundI
 // pass repaired is stored again with what was done, and counts as new: one row per
 // discrepancy, holding what was last done about it.
 func (s *Store) Record(ctx context.Context, f Finding) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `
+	return record(ctx, s.pool, f)
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func record(ctx context.Context, db execer, f Finding) (bool, error) {
+	tag, err := db.Exec(ctx, `
 		INSERT INTO reconcile_findings (kind, action, order_id, tenant, provider_id, amount, currency, detail)
 		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), NULLIF($5, ''), $6, NULLIF($7, ''), $8)
 		ON CONFLICT (kind, provider_id, order_id) DO UPDATE
