@@ -312,8 +312,12 @@ func TestChaosChargeWithoutAnOrderIsRefunded(t *testing.T) {
 		c := r.Sim.ChargesForOrder(stray)
 		return len(c) == 1 && c[0].AmountRefunded == c[0].Amount
 	})
-	n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE provider_id = $1 AND kind = $2 AND action = $3`,
-		ch.ID, reconcile.KindChargeWithoutOrder, reconcile.ActionRefunded)
+	// The pass records its finding just after the provider's refund answers.
+	const q = `SELECT count(*) FROM reconcile_findings WHERE provider_id = $1 AND kind = $2 AND action = $3`
+	stacktest.Eventually(t, 10*time.Second, "the stray charge's finding", func() bool {
+		return r.count(t, q, ch.ID, reconcile.KindChargeWithoutOrder, reconcile.ActionRefunded) > 0
+	})
+	n := r.count(t, q, ch.ID, reconcile.KindChargeWithoutOrder, reconcile.ActionRefunded)
 	line := "reconcile: a charge with no order              charges=1 refunded=1 findings=" + strconv.Itoa(n)
 	t.Log(line)
 	appendSummary(line)
