@@ -59,19 +59,18 @@ func Budgeted(next http.RoundTripper, pace Pace, weight func(tenant string) floa
 	if weight == nil {
 		weight = func(string) float64 { return 1 }
 	}
-	return &budget{next: next, pace: pace, weight: weight, queues: map[string]*queue{}, waiting: make(chan struct{}, 1)}
+	return &budget{next: next, pace: pace, weight: weight, queues: map[string]*queue{}}
 }
 
 type budget struct {
 	next   http.RoundTripper
 	pace   Pace
 	weight func(string) float64
-	start  sync.Once
 
-	mu      sync.Mutex
-	queues  map[string]*queue // the tenants with waiters
-	clock   float64           // the pass of the last turn given
-	waiting chan struct{}     // a waiter arrived
+	mu       sync.Mutex
+	queues   map[string]*queue // the tenants with waiters
+	clock    float64           // the pass of the last turn given
+	dispatch bool              // a dispatcher hands out turns
 }
 
 // queue is a tenant's waiters, first come first, and its pass: the tenant with
@@ -91,9 +90,12 @@ func (b *budget) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // acquire waits for a turn handed to this request.
 func (b *budget) acquire(ctx context.Context, tenant string) error {
-	b.start.Do(func() { go b.dispatch() })
 	granted := make(chan struct{})
 	b.mu.Lock()
+	if !b.dispatch {
+		b.dispatch = true
+		go b.dispatcher()
+	}
 	q := b.queues[tenant]
 	if q == nil {
 		q = &queue{pass: b.clock} // a tenant that starts waiting saves up no turns
@@ -101,10 +103,6 @@ func (b *budget) acquire(ctx context.Context, tenant string) error {
 	}
 	q.waiters = append(q.waiters, granted)
 	b.mu.Unlock()
-	select {
-	case b.waiting <- struct{}{}:
-	default:
-	}
 	select {
 	case <-granted:
 		return nil
@@ -120,27 +118,18 @@ func (b *budget) acquire(ctx context.Context, tenant string) error {
 // without a turn of the budget.
 const paceRetry = 500 * time.Millisecond
 
-// dispatch hands out the pace's turns while any request waits. It lives as
-// long as the process.
-func (b *budget) dispatch() {
-	for range b.waiting {
-		for {
-			b.mu.Lock()
-			idle := len(b.queues) == 0
-			b.mu.Unlock()
-			if idle {
-				break
-			}
-			tenant, ok := b.upcoming()
-			if !ok {
-				continue // every waiter gave up meanwhile
-			}
-			if err := b.waitPace(tenant); err != nil {
-				time.Sleep(paceRetry)
-				continue
-			}
-			b.grant(tenant)
+// dispatcher hands out the pace's turns while any request waits.
+func (b *budget) dispatcher() {
+	for {
+		tenant, ok := b.upcoming()
+		if !ok {
+			return
 		}
+		if err := b.waitPace(tenant); err != nil {
+			time.Sleep(paceRetry)
+			continue
+		}
+		b.grant(tenant)
 	}
 }
 
@@ -154,7 +143,9 @@ func (b *budget) waitPace(tenant string) error {
 	return b.pace.Wait(ctx, tenant, b.weight(tenant))
 }
 
-// upcoming is the tenant whose turn is next: the lowest pass among those waiting.
+// upcoming is the tenant whose turn is next: the lowest pass among those
+// waiting. With none waiting the dispatcher stops, and the next waiter starts
+// another.
 func (b *budget) upcoming() (string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -163,6 +154,9 @@ func (b *budget) upcoming() (string, bool) {
 		if q == nil || c.pass < q.pass || (c.pass == q.pass && t < tenant) {
 			tenant, q = t, c
 		}
+	}
+	if q == nil {
+		b.dispatch = false
 	}
 	return tenant, q != nil
 }
