@@ -97,4 +97,15 @@ func TestARebuiltOrderAndItsFindingAreWrittenTogether(t *testing.T) {
 	if n := len(sim.Refunds()); n != 0 {
 		t.Fatalf("%d refunds of the lost order's charge", n)
 	}
+
+	// Lost again (a second restore from the same snapshot): the row is written
+	// back once more, and the finding that says so is the one already there, so
+	// the pass counts no new finding.
+	exec(`DELETE FROM orders WHERE id = '` + o.ID + `'`)
+	if rep, err = rec.Pass(ctx); err != nil {
+		t.Fatalf("the pass after the second loss: %v", err)
+	}
+	if r, f := count(rows), count(findings); r != 1 || f != 1 || rep.Findings != 0 {
+		t.Fatalf("after the second loss: %d rows, %d findings, %d counted by the pass, want 1, 1 and 0 (%+v)", r, f, rep.Findings, rep)
+	}
 }

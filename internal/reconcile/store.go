@@ -48,12 +48,14 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, refunds: re
 
 // Rebuild writes back, in one transaction, the order and the payment that the
 // workflow engine and the provider show (Known) and the table lost, and f, the
-// finding that says so: true when the order's row was missing or moved. An
-// order that ended without a payment to keep has its row moved to how it ended.
-// A row written back always has its finding: a pass that stops between them
-// would leave a repair nobody can see (the next pass finds the row in place).
+// finding that says so: true when the order's row was missing or moved and the
+// finding is new (a row lost again after an earlier rebuild has its finding
+// already, and counts once). An order that ended without a payment to keep has
+// its row moved to how it ended. A row written back always has its finding: a
+// pass that stops between them would leave a repair nobody can see (the next
+// pass finds the row in place).
 func (s *Store) Rebuild(ctx context.Context, k Known, f Finding) (bool, error) {
-	var changed bool
+	var changed, fresh bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if !order.AfterPayment(k.Status) {
@@ -64,10 +66,10 @@ func (s *Store) Rebuild(ctx context.Context, k Known, f Finding) (bool, error) {
 		if err != nil || !changed {
 			return err
 		}
-		_, err = record(ctx, tx, f)
+		fresh, err = record(ctx, tx, f)
 		return err
 	})
-	return changed, err
+	return changed && fresh, err
 }
 
 // Known is an order as the workflow engine remembers it: the order its workflow
