@@ -76,7 +76,7 @@ func TestConsoleWalksAnOperatorThroughAnIncident(t *testing.T) {
 
 	row := fmt.Sprintf("#finding-%d", finding)
 	b.until(t, base+"/findings", fmt.Sprintf("%d", finding))
-	b.run(t, chromedp.SendKeys(row+` input[name=by]`, "ana"), chromedp.Click(row+` button`))
+	b.submit(t, chromedp.SendKeys(row+` input[name=by]`, "ana"), chromedp.Click(row+` button`))
 	var acked []reconcile.Finding
 	stacktest.Eventually(t, 30*time.Second, "the finding acknowledged", func() bool {
 		var err error
@@ -151,6 +151,21 @@ func (c *chromium) run(t *testing.T, actions ...chromedp.Action[chromedp.Void]) 
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		t.Fatalf("browser: %v\n%s", err, c.text(t))
+	}
+}
+
+// submit runs actions that send a form, and waits for the page its answer
+// leads to: opening another page before it has loaded aborts one of the two.
+func (c *chromium) submit(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, actions...)
+	if err != nil {
+		t.Fatalf("browser: %v\n%s", err, c.text(t))
+	}
+	if resp.Status != http.StatusOK {
+		t.Fatalf("the form's answer led to %s: %d\n%s", resp.URL, resp.Status, c.text(t))
 	}
 }
 
