@@ -56,8 +56,9 @@ func TestRolloutOldRunsFinishOnNewCode(t *testing.T) {
 	r := newRig(t)
 	const n = 8
 	// Slow enough that the n charges, placed one after another, are all in flight
-	// at once even on a busy machine.
-	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 12000, Slow: n})
+	// at once even on a machine so busy that placing them takes over 12 s; the
+	// worker's stop hands them back after 5 s, so the hold costs the row little.
+	r.Sim.SetFaults(sandbox.Faults{LatencyMS: 30000, Slow: n})
 	old := stacktest.Start(t, oldWorker, r.workerEnv(nil))
 	waitHTTP(t, "http://"+r.opsAddr+"/healthz")
 	// The API of the same commit: this tree's starts workflows.Order, which that
@@ -127,8 +128,9 @@ func TestRolloutOrdersFinishOnTheFrozenWorkflow(t *testing.T) {
 	threeDS, intentID := r.awaitCustomer(t, "rollout-3ds")
 	const n = 4
 	// Slow enough that the n confirms, placed one after another, are all in flight
-	// at once even on a busy machine.
-	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 12000, Slow: n})
+	// at once even on a machine so busy that placing them takes over 12 s; the
+	// worker's stop hands them back after 5 s, so the hold costs the row little.
+	r.Sim.SetFaults(sandbox.Faults{Only: "confirm", LatencyMS: 30000, Slow: n})
 	var inFlight []string
 	for i := range n {
 		key := fmt.Sprintf("rollout-frozen-%d", i)
