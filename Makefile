@@ -22,8 +22,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 
 ## test: the cluster profile's Temporal server starts building (a cold build is
 ## the longest step; the cluster lane waits for it); vet and lint while the local
-## stack (dev profile) starts, stopping there if one fails; Schemathesis against the
-## running API; then, side by side, each part on a stack of its own (scripts/lane):
+## stack (dev profile) starts and Schemathesis runs against its API, stopping
+## there if one fails; then, side by side, each part on a stack of its own (scripts/lane):
 ##  - on the dev stack: every Go test with the race detector (stack tests
 ##    required), then the fault suite's rows that share the stack, four at a
 ##    time (beside the Go tests they would time out on its Temporal dev server);
@@ -41,10 +41,10 @@ test:
 	@scripts/timed vet $(MAKE) --no-print-directory vet >$(STACK)/vet.log 2>&1 & vet=$$!; \
 	  scripts/timed lint scripts/lint >$(STACK)/lint.log 2>&1 & lint=$$!; \
 	  ORDERFLOW_STACK_PROFILE=dev scripts/timed "stack up (dev)" scripts/stack up; up=$$?; \
+	  if [ $$up -eq 0 ]; then scripts/timed schemathesis scripts/schemathesis; up=$$?; fi; \
 	  wait $$vet; v=$$?; wait $$lint; l=$$?; grep '^\[lint\]' $(STACK)/lint.log; \
 	  if [ $$v -ne 0 ]; then cat $(STACK)/vet.log; echo "make vet failed (above)" >&2; exit 1; fi; \
 	  if [ $$l -ne 0 ]; then cat $(STACK)/lint.log; echo "make lint failed (above)" >&2; exit 1; fi; exit $$up
-	scripts/timed schemathesis scripts/schemathesis
 	{ $(LANE_ENV) scripts/lane cluster >$(STACK)/lane-cluster.log 2>&1 & cl=$$!; \
 	  $(LANE_ENV) scripts/lane faults -skip '$(ALONE)' >$(STACK)/lane-faults.log 2>&1 & fl=$$!; \
 	  scripts/timed "other modules" $(MAKE) --no-print-directory -k modules >$(STACK)/modules.log 2>&1 & om=$$!; \
