@@ -19,17 +19,18 @@ import (
 )
 
 // The provider account's budget (PAYMENTS_RATE 10 a second) holds whatever the
-// number of workers: two tenants' backlogs of 40 orders each, weighted 2 to 1,
+// number of workers: two tenants' backlogs of 60 orders each, weighted 2 to 1,
 // run on 1, 3 and 6 workers. The provider never sees more than the budget + 10%
 // in any 5 seconds; while both wait (the seconds in which they use the budget
 // whole), the provider's requests for their intents (creates and confirms)
 // split 2 to 1, within 20% of each share; every order is
 // PAID with one charge. (How many of the lighter's orders are paid when the
-// heavier's all are is reported too: fewer than a third, as a tenant's calls are
-// served first come, first served, and each order makes two.)
+// heavier's all are is reported too, and must be some: it varies with the
+// workers, as a tenant's calls are served first come, first served, and each
+// order makes two.)
 func TestChaosProviderBudgetHoldsAcrossTheFleet(t *testing.T) {
 	t.Parallel()
-	const rate, each = 10, 40
+	const rate, each = 10, 60
 	for _, workers := range []int{1, 3, 6} {
 		t.Run(strconv.Itoa(workers), func(t *testing.T) {
 			r := newRig(t)
