@@ -28,8 +28,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ##    required), then the fault suite's rows that share the stack, four at a
 ##    time (beside the Go tests they would time out on its Temporal dev server);
 ##  - the tests of the other modules (make modules);
-##  - the faults lane: the rows that restart the stack's servers or measure a
-##    flood, one at a time, on a second dev stack;
+##  - the faults lane: the rows that restart the stack's servers, measure a
+##    flood or split the provider's budget, one at a time, on a second dev stack;
 ##  - the cluster lane: the cluster profile, built, then the fleet test, the
 ##    flood, the failover to a replica and the search for a tenant's orders;
 ## then, with the machine to itself, the row that times another tenant's
