@@ -28,12 +28,13 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ##    required), then the fault suite's rows that share the stack, four at a
 ##    time (beside the Go tests they would time out on its Temporal dev server);
 ##  - the tests of the other modules (make modules);
-##  - the faults lane: the rows that restart the stack's servers, measure a
-##    flood or split the provider's budget, one at a time, on a second dev stack;
+##  - the faults lane: the rows that restart the stack's servers or measure a
+##    flood, one at a time, on a second dev stack;
 ##  - the cluster lane: the cluster profile, built, then the fleet test, the
 ##    flood, the failover to a replica and the search for a tenant's orders;
-## then, with the machine to itself, the row that times another tenant's
-## orders during a flood ($(ALONE)). Ends with the fault ledger, the slowest
+## then, with the machine to itself, the rows that time another tenant's
+## orders during a flood and split the provider's budget ($(ALONE)). Ends with
+## the fault ledger, the slowest
 ## steps and tests, and a line `tests: N passed, N failed, N skipped`.
 test:
 	@mkdir -p $(STACK); rm -f $(STACK)/steps.tsv $(STACK)/chaos-summary.txt
@@ -54,14 +55,16 @@ test:
 	  wait $$om; e=$$?; cat $(STACK)/modules.log; \
 	  wait $$fl; f=$$?; cat $(STACK)/lane-faults.log; \
 	  wait $$cl; c=$$?; cat $(STACK)/lane-cluster.log; \
-	  $(TEST_ENV) ORDERFLOW_CHAOS_LANE=alone scripts/timed "fault suite: the flood that times another tenant (dev stack, alone)" \
-	    $(GO) test -tags chaos -count=1 -v -timeout 10m -run '$(ALONE)' ./chaos/; g=$$?; \
+	  $(TEST_ENV) ORDERFLOW_CHAOS_LANE=alone scripts/timed "fault suite: the flood that times another tenant, the budget's split (dev stack, alone)" \
+	    $(GO) test -tags chaos -count=1 -v -timeout 15m -run '$(ALONE)' ./chaos/; g=$$?; \
 	  exit $$((a | b | c | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log; st=$$?; \
 	  echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log; exit $$st
 
 # ALONE is the row that times another tenant's orders while one tenant's flood
-# keeps two cores busy: beside the other lanes it would time them too.
-ALONE := ^TestChaosOneTenantsFloodNeverDelaysAnothers$$
+# keeps two cores busy (beside the other lanes it would time them too), and the
+# row that splits the provider's budget between two tenants' backlogs: beside
+# them, its workers' activities starve and the budget is never used whole.
+ALONE := ^(TestChaosOneTenantsFloodNeverDelaysAnothers|TestChaosProviderBudgetHoldsAcrossTheFleet)$$
 
 LANE_ENV := GO=$(GO) ORDERFLOW_CHAOS_SUMMARY=$(STACK)/chaos-summary.txt ORDERFLOW_STEPS=$(STACK)/steps.tsv
 

@@ -27,9 +27,9 @@ import (
 // PAID with one charge. (How many of the lighter's orders are paid when the
 // heavier's all are is reported too, and must be some: it varies with the
 // workers, as a tenant's calls are served first come, first served, and each
-// order makes two.) It runs alone on its stack: beside other rows on one
-// Temporal server its workers' activities were starved, the budget was never
-// used whole, and the split could not be told.
+// order makes two.) make test runs it with the machine to itself: beside other
+// rows its workers' activities were starved, the budget was never used whole,
+// and the split could not be told.
 func TestChaosProviderBudgetHoldsAcrossTheFleet(t *testing.T) {
 	const rate, each = 10, 60
 	for _, workers := range []int{1, 3, 6} {
