@@ -373,7 +373,8 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		}
 	}()
 
-	stacktest.Eventually(t, 60*time.Second, "charges to be in flight", func() bool { return p.Sim.InFlight() > 0 && p.processed(t) > 20 })
+	// A minute or more on a machine the other lanes keep busy.
+	stacktest.Eventually(t, 3*time.Minute, "charges to be in flight", func() bool { return p.Sim.InFlight() > 0 && p.processed(t) > 20 })
 	began := time.Now()
 	first.Signal(syscall.SIGTERM)
 	code := first.Wait(t, 30*time.Second)
@@ -403,12 +404,22 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	ids := append([]string(nil), produced...)
 	mu.Unlock()
 
-	stacktest.Eventually(t, 120*time.Second, fmt.Sprintf("all %d events to be processed", len(ids)), func() bool { return p.processed(t) == len(ids) })
-	stacktest.Eventually(t, 120*time.Second, "every order to be paid", func() bool {
-		var paid int
-		_ = p.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, p.tenant).Scan(&paid)
-		return paid == len(ids)
-	})
+	// The waits last while events are processed and orders paid: a busy machine
+	// slows them, and only work that stopped is a failure.
+	if err := stacktest.Progressing(2*time.Minute, 10*time.Minute, len(ids), func() int { return p.processed(t) }); err != nil {
+		t.Fatalf("events processed: %v", err)
+	}
+	paid := func() int {
+		var n int
+		_ = p.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE tenant = $1 AND status = 'PAID'`, p.tenant).Scan(&n)
+		return n
+	}
+	if err := stacktest.Progressing(2*time.Minute, 10*time.Minute, len(ids), paid); err != nil {
+		t.Fatalf("orders paid: %v", err)
+	}
+	if n, m := p.processed(t), paid(); n != len(ids) || m != len(ids) {
+		t.Fatalf("%d events processed and %d orders paid, want %d of each", n, m, len(ids))
+	}
 	for _, id := range ids {
 		key := order.PaymentKey(order.WorkflowID(p.tenant, order.FromEvent, id), "confirm", 0)
 		if n := len(p.Sim.Charges(key)); n != 1 {
