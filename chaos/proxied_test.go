@@ -96,6 +96,88 @@ func TestChaosAnonymousFloodBehindAProxyNeverLocksANewKeyOut(t *testing.T) {
 	}
 }
 
+// Behind a proxy that appends the client to X-Forwarded-For and passes other
+// headers on as sent, as nginx does (TRUSTED_PROXIES names it,
+// TRUSTED_PROXY_HEADER is left at X-Forwarded-For), one client (127.0.0.2)
+// floods the API with made-up keys over 2,000 connections, each request with a
+// Forwarded header of its own naming a new address. Keys created during the
+// flood, one after another (ten at least), are each answered 200 on their
+// first request from another client (127.0.0.3) through the proxy. Before,
+// the API believed the forged Forwarded: every request had an address of its
+// own and escaped the per-address bound on unknown keys, and new keys were
+// refused with 503.
+func TestChaosForgedForwardedBehindAProxyNeverLocksANewKeyOut(t *testing.T) {
+	const conns, d, keys, minKeys = 2000, 40 * time.Second, 20, 10
+	r := newRig(t)
+	r.apiEnv = map[string]string{"TRUSTED_PROXIES": "127.0.0.1"}
+	api := stacktest.FreeAddr(t)
+	r.startAPIOn(t, api, stacktest.FreeAddr(t), "0s")
+	px := ingressProxy(t, func() string { return api })
+	// The flood comes from the proxy's address with the proxy's word on its
+	// client, as the proxy would send it, so the test's proxy does not bound it.
+	flooder := from("127.0.0.1", conns)
+	flooder.Transport = &forging{base: flooder.Transport, client: "127.0.0.2"}
+	stop := time.Now().Add(d)
+	f := madeUpKeys(flooder, "http://"+api, conns, stop)
+	stacktest.Eventually(t, 10*time.Second, "the flood to fill the lookups", func() bool { return f.busy.Load() > 0 })
+	client := from("127.0.0.3", 1)
+	var statuses []int
+	for len(statuses) < keys {
+		key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), stacktest.Name("tenant"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := firstRequest(client, px.URL, key)
+		if time.Now().After(stop) {
+			break // answered after the flood: no trial
+		}
+		statuses = append(statuses, status)
+	}
+	f.wg.Wait()
+	summary(t, fmt.Sprintf("%-44s made-up keys=%d busy=%d new keys' first requests=%v", "forged Forwarded behind a proxy", f.sent.Load(), f.busy.Load(), statuses))
+	if len(statuses) < minKeys {
+		t.Fatalf("only %d new keys tried during the flood, want %d", len(statuses), minKeys)
+	}
+	for i, status := range statuses {
+		if status != http.StatusOK {
+			t.Errorf("new key %d's first request during the flood: %d, want 200", i, status)
+		}
+	}
+	if f.sent.Load() < conns {
+		t.Fatalf("only %d made-up keys sent: the flood was not caused", f.sent.Load())
+	}
+}
+
+// forging writes a Forwarded header of its own on every request, naming a new
+// address each time, as a client after a bound of its own per request does.
+type forging struct {
+	base   http.RoundTripper
+	client string // the address the proxy appended to X-Forwarded-For
+	n      atomic.Int64
+}
+
+func (f *forging) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := f.n.Add(1)
+	req = req.Clone(req.Context())
+	req.Header.Set("X-Forwarded-For", f.client)
+	req.Header.Set("Forwarded", fmt.Sprintf(`for="[2001:db8::%x:%x]"`, n>>16&0xffff, n&0xffff))
+	return f.base.RoundTrip(req)
+}
+
+// firstRequest is the status of GET /v1/orders with key through base, 0 when
+// no answer came.
+func firstRequest(c *http.Client, base, key string) int {
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/orders?limit=1", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // flood is a flood of made-up API keys under way: wg ends with it.
 type flood struct {
 	wg                  sync.WaitGroup

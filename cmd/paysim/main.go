@@ -3,7 +3,10 @@
 //
 // Faults can be set at start (PAYSIM_LATENCY_MS, PAYSIM_FAIL_AFTER, ...) or at run
 // time with PUT /sandbox/faults; webhooks (PAYSIM_WEBHOOK_URL, _SECRETS,
-// _DUPLICATES, _DELAY_MS) or with PUT /sandbox/webhooks.
+// _DUPLICATES, _DELAY_MS) or with PUT /sandbox/webhooks. PAYSIM_STATE names the
+// file that keeps the sandbox's state across restarts (none: memory only), and
+// PAYSIM_REFUND_FAIL_AFTER how long a refund of the refund failure test cards
+// lasts before it fails (30s).
 package main
 
 import (
@@ -11,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -44,12 +48,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fmt.Errorf("configuration: %w", err)
 	}
 	addr, logger := c.Addr, telemetry.NewLogger(stdout, c.LogLevel)
+	sim, err := open(logger, c.Options, c.State)
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	sim := sandbox.New(logger, c.Options)
-	defer sim.Close()
 	sim.SetWebhooks(c.Webhooks)
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -66,4 +73,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// open starts the sandbox on its state file, or in memory without one.
+func open(logger *slog.Logger, o sandbox.Options, path string) (*sandbox.Server, error) {
+	if path == "" {
+		return sandbox.New(logger, o), nil
+	}
+	sim, err := sandbox.Open(logger, o, path)
+	if err != nil {
+		return nil, fmt.Errorf("open the state: %w", err)
+	}
+	logger.Info("payment sandbox state", "file", path)
+	return sim, nil
 }

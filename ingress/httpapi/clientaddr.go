@@ -8,15 +8,37 @@ import (
 	"strings"
 )
 
+// The headers a trusted proxy may record the client in (TRUSTED_PROXY_HEADER).
+const (
+	HeaderXForwardedFor = "X-Forwarded-For"
+	HeaderForwarded     = "Forwarded"
+)
+
 // Proxies are the addresses whose word on a request's client the API takes
-// (TRUSTED_PROXIES): the ingress controller or load balancer in front of it.
+// (TRUSTED_PROXIES): the ingress controller or load balancer in front of it,
+// and the one header they append the client to (TRUSTED_PROXY_HEADER).
 // Behind them every connection comes from a proxy, so without them every
 // client shares the proxy's address and its bound on unknown API keys.
-type Proxies []netip.Prefix
+// The zero value trusts no proxy: the connection's peer is the client.
+type Proxies struct {
+	nets []netip.Prefix
+	// header is the only header read: the other one is the client's to
+	// write, and a proxy that does not append to it passes it on as sent.
+	header string
+}
 
-// ParseProxies reads addresses and CIDR ranges ("10.0.0.0/8", "127.0.0.1").
-func ParseProxies(list []string) (Proxies, error) {
-	var p Proxies
+// ParseProxies reads addresses and CIDR ranges ("10.0.0.0/8", "127.0.0.1")
+// and the header they append to: X-Forwarded-For or Forwarded, in any case.
+func ParseProxies(list []string, header string) (Proxies, error) {
+	p := Proxies{}
+	switch {
+	case strings.EqualFold(strings.TrimSpace(header), HeaderXForwardedFor):
+		p.header = HeaderXForwardedFor
+	case strings.EqualFold(strings.TrimSpace(header), HeaderForwarded):
+		p.header = HeaderForwarded
+	default:
+		return Proxies{}, fmt.Errorf("TRUSTED_PROXY_HEADER=%q: want %s or %s", header, HeaderXForwardedFor, HeaderForwarded)
+	}
 	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if s == "" {
@@ -25,22 +47,22 @@ func ParseProxies(list []string) (Proxies, error) {
 		if !strings.Contains(s, "/") {
 			a, err := netip.ParseAddr(s)
 			if err != nil {
-				return nil, fmt.Errorf("TRUSTED_PROXIES: %q is not an address or a CIDR range", s)
+				return Proxies{}, fmt.Errorf("TRUSTED_PROXIES: %q is not an address or a CIDR range", s)
 			}
 			s = netip.PrefixFrom(a, a.BitLen()).String()
 		}
 		pre, err := netip.ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("TRUSTED_PROXIES: %q is not an address or a CIDR range", s)
+			return Proxies{}, fmt.Errorf("TRUSTED_PROXIES: %q is not an address or a CIDR range", s)
 		}
-		p = append(p, pre.Masked())
+		p.nets = append(p.nets, pre.Masked())
 	}
 	return p, nil
 }
 
 func (p Proxies) trusted(a netip.Addr) bool {
 	a = a.Unmap()
-	for _, pre := range p {
+	for _, pre := range p.nets {
 		if pre.Contains(a) {
 			return true
 		}
@@ -52,10 +74,11 @@ func (p Proxies) trusted(a netip.Addr) bool {
 const maxHops = 20
 
 // ClientAddr is the address of the client that sent r: the connection's peer,
-// unless that is a trusted proxy; then the nearest address in the forwarded
-// chain (Forwarded's for=, else X-Forwarded-For, read from the right) that is
-// not a trusted proxy. Addresses a client wrote itself sit left of the first
-// untrusted hop and are never believed.
+// unless that is a trusted proxy; then the nearest address in the chain the
+// proxies appended to their header (read from the right) that is not a
+// trusted proxy. Addresses a client wrote itself sit left of the first
+// untrusted hop, or in the header the proxies do not append to, and are never
+// believed.
 func (p Proxies) ClientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -65,7 +88,7 @@ func (p Proxies) ClientAddr(r *http.Request) string {
 	if err != nil || !p.trusted(peer) {
 		return host
 	}
-	hops := forwarded(r.Header)
+	hops := p.chain(r.Header)
 	for i := len(hops) - 1; i >= 0 && i >= len(hops)-maxHops; i-- {
 		a, err := netip.ParseAddr(hops[i])
 		if err != nil {
@@ -78,29 +101,33 @@ func (p Proxies) ClientAddr(r *http.Request) string {
 	return host
 }
 
-// forwarded lists the chain of client addresses the proxies recorded, oldest
-// first: Forwarded (RFC 7239) when present, else X-Forwarded-For.
-func forwarded(h http.Header) []string {
+// chain lists the client addresses the proxies recorded in their header,
+// oldest first; several instances of it are one list, in order (RFC 7239
+// section 7.1, and X-Forwarded-For as proxies write it).
+func (p Proxies) chain(h http.Header) []string {
 	var hops []string
-	for _, v := range h.Values("Forwarded") {
+	for _, v := range h.Values(p.header) {
 		for _, elem := range strings.Split(v, ",") {
-			for _, pair := range strings.Split(elem, ";") {
-				k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
-				if ok && strings.EqualFold(k, "for") {
-					hops = append(hops, nodeAddr(strings.Trim(val, `"`)))
-				}
+			if p.header == HeaderForwarded {
+				hops = append(hops, forwardedFor(elem))
+				continue
 			}
-		}
-	}
-	if len(hops) > 0 {
-		return hops
-	}
-	for _, v := range h.Values("X-Forwarded-For") {
-		for _, a := range strings.Split(v, ",") {
-			hops = append(hops, strings.TrimSpace(a))
+			hops = append(hops, strings.TrimSpace(elem))
 		}
 	}
 	return hops
+}
+
+// forwardedFor is the address in an RFC 7239 element's for= parameter, or ""
+// when it has none: a hop that names no client ends the chain.
+func forwardedFor(elem string) string {
+	for _, pair := range strings.Split(elem, ";") {
+		k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if ok && strings.EqualFold(strings.TrimSpace(k), "for") {
+			return nodeAddr(strings.Trim(strings.TrimSpace(val), `"`))
+		}
+	}
+	return ""
 }
 
 // nodeAddr is the address of an RFC 7239 node: "[2001:db8::1]:4711" or

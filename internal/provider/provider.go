@@ -58,6 +58,9 @@ type Refund struct {
 	Amount   int64
 	Status   string
 	Metadata map[string]string
+	// FailureReason says why a refund failed (status failed), as the provider
+	// names it: expired_or_canceled_card, lost_or_stolen_card, unknown.
+	FailureReason string
 }
 
 // Charge is the provider's record of a charge (the Charges API's, or an intent's).
@@ -407,7 +410,8 @@ func refundOf(re *stripe.Refund) Refund {
 	if re == nil {
 		return Refund{}
 	}
-	out := Refund{ID: re.ID, Amount: re.Amount, Status: string(re.Status), Metadata: re.Metadata}
+	out := Refund{ID: re.ID, Amount: re.Amount, Status: string(re.Status), Metadata: re.Metadata,
+		FailureReason: string(re.FailureReason)}
 	if re.Charge != nil {
 		out.Charge = re.Charge.ID
 	}

@@ -25,6 +25,7 @@ type Charge struct {
 	PaymentIntent  string            `json:"payment_intent,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	createdMS      int64
+	card           string // the payment method or token charged
 }
 
 // Refund is the sandbox's refund object.
@@ -35,9 +36,11 @@ type Refund struct {
 	PaymentIntent  string            `json:"payment_intent,omitempty"`
 	Amount         int64             `json:"amount"`
 	Status         string            `json:"status"`
+	FailureReason  string            `json:"failure_reason,omitempty"`
 	Created        int64             `json:"created"`
 	Metadata       map[string]string `json:"metadata"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	failAt         time.Time         // when it fails (zero: it does not)
 }
 
 // form parses a write's form body; false when it answered 400.
@@ -97,6 +100,7 @@ func (s *Server) createCharge(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		c := s.newCharge(amount, currency, md, key)
+		c.card = source
 		cp := *c
 		s.mu.Unlock()
 		s.logger.Info("sandbox charge", "charge", c.ID, "amount", amount, "currency", currency, "order_id", md["order_id"])
@@ -159,6 +163,13 @@ func (s *Server) createRefund(w http.ResponseWriter, r *http.Request) {
 		c.Refunded = c.AmountRefunded == c.Amount
 		re := &Refund{ID: newID("re"), Object: "refund", Charge: c.ID, PaymentIntent: c.PaymentIntent, Amount: amount,
 			Status: "succeeded", Created: time.Now().Unix(), Metadata: md, IdempotencyKey: key}
+		if fails, pending := refundFails(c.card); fails {
+			if pending {
+				re.Status = "pending"
+			}
+			re.failAt = time.Now().Add(s.opts.RefundFailAfter)
+			s.scheduleFailure(re.ID, re.failAt)
+		}
 		s.refunds = append(s.refunds, re)
 		s.emit("charge.refunded", *c)
 		return http.StatusOK, *re
@@ -245,9 +256,12 @@ func (s *Server) listRefunds(w http.ResponseWriter, r *http.Request) {
 // tests that need many).
 func (s *Server) Preload(n int, amount int64, currency string, orderOf, intentOf func(i int) string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for i := range n {
 		c := s.newCharge(amount, strings.ToLower(currency), map[string]string{"order_id": orderOf(i)}, "")
 		c.PaymentIntent = intentOf(i)
+	}
+	s.mu.Unlock()
+	if err := s.commit(); err != nil {
+		s.logger.Error("sandbox state not saved", "err", err)
 	}
 }

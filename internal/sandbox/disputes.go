@@ -36,9 +36,9 @@ func (s *Server) openDispute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c := s.refundable(r.PostForm.Get("charge"), "")
 	if c == nil {
+		s.mu.Unlock()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "resource_missing", "No such charge: '"+r.PostForm.Get("charge")+"'")
 		return
 	}
@@ -51,7 +51,11 @@ func (s *Server) openDispute(w http.ResponseWriter, r *http.Request) {
 	c.Disputed = true
 	s.disputes = append(s.disputes, d)
 	s.emit("charge.dispute.created", *d)
-	writeJSON(w, http.StatusOK, *d)
+	cp := *d
+	s.mu.Unlock()
+	if s.committed(w, nil) {
+		writeJSON(w, http.StatusOK, cp)
+	}
 }
 
 // closeDispute decides a dispute (POST /sandbox/disputes/{id}/close with
@@ -66,15 +70,19 @@ func (s *Server) closeDispute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, d := range s.disputes {
 		if d.ID == r.PathValue("id") {
 			d.Status = outcome
 			s.emit("charge.dispute.closed", *d)
-			writeJSON(w, http.StatusOK, *d)
+			cp := *d
+			s.mu.Unlock()
+			if s.committed(w, nil) {
+				writeJSON(w, http.StatusOK, cp)
+			}
 			return
 		}
 	}
+	s.mu.Unlock()
 	writeError(w, http.StatusNotFound, "invalid_request_error", "resource_missing", "No such dispute: '"+r.PathValue("id")+"'")
 }
 

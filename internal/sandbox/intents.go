@@ -165,7 +165,7 @@ func (s *Server) succeed(in *Intent, key string) {
 		md[k] = v
 	}
 	c := s.newCharge(in.Amount, in.Currency, md, key)
-	c.PaymentIntent = in.ID
+	c.PaymentIntent, c.card = in.ID, in.PaymentMethod
 	in.Status, in.LatestCharge, in.AmountReceived, in.NextAction = succeeded, c.ID, in.Amount, nil
 	s.logger.Info("sandbox charge", "charge", c.ID, "payment_intent", in.ID, "amount", in.Amount, "order_id", md["order_id"])
 	s.emit("charge.succeeded", *c)
@@ -239,6 +239,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
 	}
 	cp := *in
 	s.mu.Unlock()
+	if !s.committed(w, nil) {
+		return
+	}
 	if r.PostForm.Get("redirect") == "1" && cp.returnURL != "" {
 		status := "succeeded"
 		if cp.Status != succeeded {

@@ -11,8 +11,10 @@
 // completes or fails the authentication; every change raises an event, delivered
 // as Stripe delivers signed webhooks (see Webhooks); search finds objects only
 // after SearchDelay, like Stripe's eventually consistent search. It declines by card token and injects the faults that make outcomes
-// unknown (see Faults). It keeps its ledger in memory and lists it, so a test can
-// count charges per key and per order.
+// unknown (see Faults). Stripe's refund failure test card makes refunds that
+// succeed, then fail after RefundFailAfter (see refundFails). It keeps its ledger
+// in memory and lists it, so a test can count charges per key and per order;
+// opened on a state file (Open), it keeps it across restarts as a provider does.
 package sandbox
 
 import (
@@ -103,6 +105,9 @@ type Options struct {
 	KeyTTL time.Duration
 	// SearchDelay is how long a new charge or intent stays invisible to search.
 	SearchDelay time.Duration
+	// RefundFailAfter is how long a refund of the refund failure test cards
+	// lasts before it fails; 0 means 30 seconds.
+	RefundFailAfter time.Duration
 }
 
 // stored is the saved result of the first request with an idempotency key.
@@ -112,6 +117,8 @@ type stored struct {
 	status  int
 	body    []byte
 	created time.Time
+	// saving: the answer is not on disk yet, so it is not given to a retry.
+	saving bool
 }
 
 // Server is the sandbox.
@@ -141,14 +148,28 @@ type Server struct {
 	paying    []OrderCall
 	closed    chan struct{}
 	closeOnce sync.Once
+	// deliveries are the webhook deliveries not yet done, by ID; outbox those
+	// raised since the last commit, not yet started.
+	deliveries map[string]*delivery
+	outbox     []*delivery
+	// failures are the timers of refunds that are to fail.
+	failures []*time.Timer
+	// store keeps the state in a file (nil: in memory only); version numbers
+	// its snapshots.
+	store   *store
+	version uint64
 }
 
-// New returns a sandbox.
+// New returns a sandbox that keeps its state in memory (Open keeps it in a file).
 func New(logger *slog.Logger, o Options) *Server {
 	if o.KeyTTL <= 0 {
 		o.KeyTTL = 24 * time.Hour
 	}
-	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}, perSecond: map[int64]int{}, closed: make(chan struct{})}
+	if o.RefundFailAfter <= 0 {
+		o.RefundFailAfter = 30 * time.Second
+	}
+	s := &Server{logger: logger, opts: o, keys: map[string]*stored{}, requests: map[string]int{}, perSecond: map[int64]int{},
+		closed: make(chan struct{}), deliveries: map[string]*delivery{}}
 	s.SetFaults(o.Faults)
 	return s
 }
@@ -254,8 +275,11 @@ func (s *Server) RateLimited() int {
 // Prune forgets every saved answer, as the provider does after its key TTL.
 func (s *Server) Prune() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	clear(s.keys)
+	s.mu.Unlock()
+	if err := s.commit(); err != nil {
+		s.logger.Error("sandbox state not saved", "err", err)
+	}
 }
 
 // Refunds returns every refund made.
@@ -441,46 +465,16 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params, op s
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > 255 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "idempotency_key_too_long", "Idempotency-Key is longer than 255 characters")
+	rec, ok := s.claim(w, key, r.URL.Path+"?"+params)
+	if !ok {
 		return
 	}
-	params = r.URL.Path + "?" + params
-	var rec *stored
-	if key != "" {
-		s.mu.Lock()
-		s.requests[key]++
-		rec = s.keys[key]
-		if rec != nil && rec.done && time.Since(rec.created) > s.opts.KeyTTL {
-			delete(s.keys, key) // pruned: the key is new again
-			rec = nil
-		}
-		switch {
-		case rec != nil && rec.params != params:
-			s.mu.Unlock()
-			writeError(w, http.StatusBadRequest, "idempotency_error", "idempotency_key_reused",
-				"Keys for idempotent requests can only be used with the same parameters they were first used with.")
-			return
-		case rec != nil && !rec.done:
-			s.mu.Unlock()
-			writeError(w, http.StatusConflict, "idempotency_error", "idempotency_key_in_use",
-				"There is currently another in-progress request using this Idempotency-Key.")
-			return
-		case rec != nil:
-			s.mu.Unlock()
-			w.Header().Set("Idempotent-Replayed", "true")
-			writeRaw(w, rec.status, rec.body)
-			return
-		}
-		rec = &stored{params: params, created: time.Now()}
-		s.keys[key] = rec
-		s.mu.Unlock()
-	}
-
 	latency, failBefore, after := s.takeFaults(op)
 	if failBefore {
-		s.save(rec, http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure before processing"))
-		writeError(w, http.StatusInternalServerError, "api_error", "sandbox_fault", "injected failure before processing")
+		body := s.save(rec, http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure before processing"))
+		if s.committed(w, rec) {
+			writeRaw(w, http.StatusInternalServerError, body)
+		}
 		return
 	}
 	// The provider keeps working when the client gives up: that is what makes a
@@ -491,6 +485,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params, op s
 		status, v = http.StatusInternalServerError, errorBody("api_error", "sandbox_fault", "injected failure after processing")
 	}
 	body := s.save(rec, status, v)
+	if !s.committed(w, rec) {
+		return
+	}
 	if after == dropConnection {
 		s.logger.Info("sandbox fault: processed, dropping the connection", "path", r.URL.Path)
 		drop(w)
@@ -500,6 +497,62 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, params, op s
 		s.logger.Info("sandbox fault: processed, answering (and saving) 500", "path", r.URL.Path)
 	}
 	writeRaw(w, status, body)
+}
+
+// claim takes an idempotency key for a request with params, or answers what the
+// key's saved answer says (a replay, 400 for other parameters, 409 while the first
+// runs); rec is nil for a request without a key.
+func (s *Server) claim(w http.ResponseWriter, key, params string) (rec *stored, ok bool) {
+	if len(key) > 255 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "idempotency_key_too_long", "Idempotency-Key is longer than 255 characters")
+		return nil, false
+	}
+	if key == "" {
+		return nil, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[key]++
+	rec = s.keys[key]
+	if rec != nil && rec.done && time.Since(rec.created) > s.opts.KeyTTL {
+		delete(s.keys, key) // pruned: the key is new again
+		rec = nil
+	}
+	switch {
+	case rec != nil && rec.params != params:
+		writeError(w, http.StatusBadRequest, "idempotency_error", "idempotency_key_reused",
+			"Keys for idempotent requests can only be used with the same parameters they were first used with.")
+		return nil, false
+	case rec != nil && (!rec.done || rec.saving):
+		writeError(w, http.StatusConflict, "idempotency_error", "idempotency_key_in_use",
+			"There is currently another in-progress request using this Idempotency-Key.")
+		return nil, false
+	case rec != nil:
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeRaw(w, rec.status, rec.body)
+		return nil, false
+	}
+	rec = &stored{params: params, created: time.Now()}
+	s.keys[key] = rec
+	return rec, true
+}
+
+// committed commits the request's changes before it is answered, or answers 500:
+// a change that is not on disk is not acknowledged. From then on the key's saved
+// answer (rec, nil without a key) is replayed.
+func (s *Server) committed(w http.ResponseWriter, rec *stored) bool {
+	err := s.commit()
+	if rec != nil {
+		s.mu.Lock()
+		rec.saving = false
+		s.mu.Unlock()
+	}
+	if err != nil {
+		s.logger.Error("sandbox state not saved", "err", err)
+		writeError(w, http.StatusInternalServerError, "api_error", "state_not_saved", "the sandbox could not save its state")
+		return false
+	}
+	return true
 }
 
 // drop closes the client's connection without an answer.
@@ -521,7 +574,7 @@ func (s *Server) save(rec *stored, status int, v any) []byte {
 	}
 	if rec != nil {
 		s.mu.Lock()
-		rec.done, rec.status, rec.body = true, status, body
+		rec.done, rec.status, rec.body, rec.saving = true, status, body, true
 		s.mu.Unlock()
 	}
 	return body

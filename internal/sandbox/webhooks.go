@@ -22,7 +22,9 @@ import (
 // answer retried with backoff until MaxAge; Duplicates sends each event again as
 // separate deliveries, and DelayMS holds each delivery back a random time, so
 // events overtake each other. The event's object is a snapshot taken when the
-// event happened: stale by the time it arrives.
+// event happened: stale by the time it arrives. With a state file, deliveries not
+// yet done survive a restart; the endpoint's configuration (its secrets) does
+// not: it is the process's, from its settings or PUT /sandbox/webhooks.
 type Webhooks struct {
 	URL string `json:"url"`
 	// Secrets sign every delivery, one v1 signature each (Stripe signs with the old
@@ -73,13 +75,34 @@ func (s *Server) Events() [][]byte {
 	return out
 }
 
-// Close stops every delivery still being retried.
+// Close stops every delivery still being retried and every refund's pending
+// failure; with a state file they resume when it is opened again.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, t := range s.failures {
+			t.Stop()
+		}
+	})
+}
+
+// delivery is one delivery of an event, pending until the endpoint answers 2xx
+// or the event is MaxAge old. It is kept with the state, so a restart resumes it;
+// each attempt is signed with the secrets configured then.
+type delivery struct {
+	ID     string          `json:"id"`
+	Event  json.RawMessage `json:"event"`
+	URL    string          `json:"url"`
+	Next   time.Time       `json:"next"`  // when the next attempt is due
+	Pause  time.Duration   `json:"pause"` // the wait after a failed attempt
+	GiveUp time.Time       `json:"give_up"`
 }
 
 // emit raises an event about obj (a snapshot, copied by the caller) and queues
-// its deliveries; the caller holds s.mu.
+// its deliveries, which start once the change is committed; the caller holds
+// s.mu.
 func (s *Server) emit(typ string, obj any) {
 	ev := map[string]any{
 		"id": newID("evt"), "object": "event", "api_version": stripe.APIVersion, "created": time.Now().Unix(),
@@ -99,14 +122,6 @@ func (s *Server) emit(typ string, obj any) {
 	if wh.URL == "" {
 		return
 	}
-	for range 1 + wh.Duplicates {
-		go s.deliver(body, wh)
-	}
-}
-
-// deliver sends one delivery of an event until the endpoint answers 2xx or the
-// event is MaxAge old.
-func (s *Server) deliver(body []byte, wh Webhooks) {
 	pause := time.Duration(wh.RetryMS) * time.Millisecond
 	if pause <= 0 {
 		pause = time.Second
@@ -115,11 +130,20 @@ func (s *Server) deliver(body []byte, wh Webhooks) {
 	if maxAge <= 0 {
 		maxAge = 72 * time.Hour
 	}
-	giveUp := time.Now().Add(maxAge)
-	wait := time.Duration(0)
-	if wh.DelayMS > 0 {
-		wait = time.Duration(rand.IntN(wh.DelayMS+1)) * time.Millisecond //nolint:gosec // G404: a delivery's jitter, no secret
+	now := time.Now()
+	for range 1 + wh.Duplicates {
+		d := &delivery{ID: newID("dlv"), Event: body, URL: wh.URL, Next: now, Pause: pause, GiveUp: now.Add(maxAge)}
+		if wh.DelayMS > 0 {
+			d.Next = now.Add(time.Duration(rand.IntN(wh.DelayMS+1)) * time.Millisecond) //nolint:gosec // G404: a delivery's jitter, no secret
+		}
+		s.deliveries[d.ID] = d
+		s.outbox = append(s.outbox, d)
 	}
+}
+
+// deliver attempts a delivery when it is due, until the endpoint answers 2xx or
+// the event is MaxAge old.
+func (s *Server) deliver(d *delivery) {
 	client := &http.Client{Timeout: 20 * time.Second}
 	// Close also ends an attempt under way.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,31 +156,39 @@ func (s *Server) deliver(body []byte, wh Webhooks) {
 		}
 	}()
 	for {
+		s.mu.Lock()
+		wait := time.Until(d.Next)
+		s.mu.Unlock()
 		select {
 		case <-s.closed:
 			return
 		case <-time.After(wait):
 		}
-		ok := s.attempt(ctx, client, body, wh)
-		if ok || time.Now().After(giveUp) {
+		ok := s.attempt(ctx, client, d.Event, d.URL)
+		s.mu.Lock()
+		if ok || time.Now().After(d.GiveUp) {
+			delete(s.deliveries, d.ID)
+			s.mu.Unlock()
 			return
 		}
-		wait, pause = pause, min(2*pause, time.Minute)
+		d.Next, d.Pause = time.Now().Add(d.Pause), min(2*d.Pause, time.Minute)
+		s.mu.Unlock()
 	}
 }
 
-// attempt posts the event once, signed now.
-func (s *Server) attempt(ctx context.Context, client *http.Client, body []byte, wh Webhooks) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
+// attempt posts the event once, signed now with the secrets configured now.
+func (s *Server) attempt(ctx context.Context, client *http.Client, body []byte, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return false
 	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-	req.Header.Set("Stripe-Signature", Sign(body, time.Now(), wh.Secrets...))
 	s.mu.Lock()
+	secrets := s.webhooks.Secrets
 	s.stats.Attempts++
 	s.mu.Unlock()
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+	req.Header.Set("Stripe-Signature", Sign(body, time.Now(), secrets...))
 	resp, err := client.Do(req)
 	if err != nil {
 		return false

@@ -26,7 +26,8 @@ type API struct {
 	ReplayBytes    int
 	MaxBodyBytes   int
 	KeyCacheTTL    time.Duration
-	// Proxies are the proxies trusted to name the client (TRUSTED_PROXIES).
+	// Proxies are the proxies trusted to name the client (TRUSTED_PROXIES) and
+	// the one header they append it to (TRUSTED_PROXY_HEADER).
 	Proxies httpapi.Proxies
 	// Payments reads intents: for webhooks and the next action of an order that
 	// waits on its customer.
@@ -44,7 +45,7 @@ func LoadAPI(e *config.Env) (API, error) {
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
 	var err error
-	c.Proxies, err = httpapi.ParseProxies(e.List("TRUSTED_PROXIES", ""))
+	c.Proxies, err = httpapi.ParseProxies(e.List("TRUSTED_PROXIES", ""), e.String("TRUSTED_PROXY_HEADER", httpapi.HeaderXForwardedFor))
 	e.Invalid(err)
 	c.ProblemBase = e.String("PROBLEM_BASE_URL", httpapi.DefaultProblemBase)
 	if u, err := url.Parse(c.ProblemBase); err != nil || !u.IsAbs() || u.Host == "" || !strings.HasSuffix(c.ProblemBase, "/") && !strings.HasSuffix(c.ProblemBase, "#") {
