@@ -26,7 +26,7 @@ func TestCommandLine(t *testing.T) {
 		code       int
 		out, noOut string
 	}{
-		{"--help", 0, "worker dlq redrive [--event-id ID]", "is required"},
+		{"--help", 0, "worker dlq redrive [--id ID... | --tenant T --kind K --event-id ID...", "is required"},
 		{"version", 0, "worker " + version.Release + " devel", "is required"},
 		{"dlq redrive --help", 0, "--event-id", "is required"},
 		{"dlq redrive extra", 2, `unexpected argument "extra"`, "is required"},
@@ -37,8 +37,16 @@ func TestCommandLine(t *testing.T) {
 		{"dlq list -o xml", 2, `want "table" or "json"`, "is required"},
 		{"dlq show --help", 0, "PAYLOAD_KEYS", "is required"},
 		{"dlq purge --help", 0, "--dry-run", "is required"},
-		{"dlq purge --by ana", 2, "want --event-id ID... or --all", "is required"},
-		{"dlq purge --all --event-id e1 --by ana", 2, "want --event-id ID... or --all", "is required"},
+		{"dlq purge --by ana", 2, "want --id ID..., --tenant T --kind K --event-id ID..., or --all", "is required"},
+		{"dlq purge --all --tenant acme --kind order --event-id e1 --by ana", 2, "or --all: one of them", "is required"},
+		{"dlq purge --event-id e1 --by ana", 2, "an eventId alone names no letter", "is required"},
+		{"dlq purge --tenant acme --event-id e1 --by ana", 2, "an eventId alone names no letter", "is required"},
+		{"dlq purge --tenant acme --kind parcel --event-id e1 --by ana", 2, `--kind "parcel" is not a kind: want order or refund`, "is required"},
+		{"dlq purge --id abc --tenant acme --kind order --event-id e1 --by ana", 2, "not both", "is required"},
+		{"dlq purge --tenant acme --kind refund --event-id e1 --by ana", 1, "DATABASE_URL is required", "TEMPORAL"},
+		{"dlq redrive --event-id e1", 2, "an eventId alone names no letter", "is required"},
+		{"dlq show 0:1 --id abc", 2, "want one PARTITION:OFFSET", "is required"},
+		{"dlq list --kind order", 2, "an eventId alone names no letter", "is required"},
 		{"dlq purge --all", 2, "want --by NAME", "is required"},
 		{"dlq purge --all --by ana extra", 2, `unexpected argument "extra"`, "is required"},
 		{"dlq purge --all --by ana", 1, "DATABASE_URL is required", "TEMPORAL"},

@@ -54,7 +54,7 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
 	dc, _ := payloadcodec.Converters(base.Codec)
 	acts.Reconciler = worker.NewReconciler(reconcile.New(worker.NewEngine(base.Temporal, dc, c.TemporalNamespace, c.TaskQueue, c.Fairness, c.Policy), paced,
-		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.NewStore(base.Pool), reconcile.NewMetrics(reg), c.Reconcile))
+		orderstore.New(base.Pool), ledger.New(base.Pool), reconcile.Reopening{Store: reconcile.NewStore(base.Pool)}, reconcile.NewMetrics(reg), c.Reconcile))
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on
 	// another worker waits for the next interval.
 	writers := []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}}
@@ -89,7 +89,7 @@ func newConsole(c settings.Worker, base *platform.Base, logger *slog.Logger) (ht
 	}
 	w := kafkaclient.NewWriter(c.Kafka, "") // a redrive names each message's topic
 	letters := console.KafkaLetters{Cluster: c.Kafka, Writer: w, Redrives: consumer.NewRedrives(base.Pool), Keys: base.Codec, Logger: logger,
-		Options: consumer.RedriveOptions{DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, Progress: 1000}}
+		Options: consumer.RedriveOptions{DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, Kinds: letterKinds(), Progress: 1000}}
 	h, err := console.New(console.Stores{Orders: orderstore.New(base.Pool), Payments: ledger.New(base.Pool),
 		Refunds: refundstore.New(base.Pool), Keys: idempotency.New(base.Pool, 0, 0), Findings: reconcile.NewStore(base.Pool),
 		Letters: letters}, c.Console, logger)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,38 +17,61 @@ import (
 
 	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/refunds"
+	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/cli"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/internal/platform/telemetry"
+	"github.com/orderflow/orderflow/internal/refund"
 )
 
-// dlqListCommand is `worker dlq list [-o json]`: each dead letter's provenance
-// and failure, never its value, which may hold a card token.
+// dlqListCommand is `worker dlq list [letters] [-o json]`: each dead letter's
+// provenance, failure and whom it speaks for (tenant, kind, eventId), never its
+// value, which may hold a card token.
 func dlqListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 	var out cli.Format
-	return cli.Command{Name: "dlq list", Args: "[-o json]",
-		Summary: "list the dead letters: where each came from and why it failed, not what it holds (KAFKA_*, DLQ_TOPIC)",
-		Flags:   func(fs *flag.FlagSet) { cli.OutputFlag(fs, &out) },
+	var sel letterFlags
+	return cli.Command{Name: "dlq list", Args: "[--id ID... | --tenant T --kind K --event-id ID... [--source S]] [-o json]",
+		Summary: "list the dead letters: whose each is, where it came from and why it failed, not what it holds (KAFKA_*, DLQ_TOPIC, PAYLOAD_KEYS)",
+		Flags: func(fs *flag.FlagSet) {
+			cli.OutputFlag(fs, &out)
+			sel.register(fs, "list")
+		},
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
 			if fs.NArg() > 0 {
 				return cli.Usagef("unexpected argument %q", fs.Arg(0))
 			}
-			return dlqList(ctx, getenv, out, stdout)
+			selectors, err := sel.selectors()
+			if err != nil {
+				return err
+			}
+			return dlqList(ctx, getenv, selectors, out, stdout)
 		}}
 }
 
-func dlqList(ctx context.Context, getenv func(string) string, out cli.Format, stdout io.Writer) error {
+func dlqList(ctx context.Context, getenv func(string) string, sel []consumer.Selector, out cli.Format, stdout io.Writer) error {
 	e := config.New(getenv)
-	cluster := e.Kafka()
+	cluster, keys := e.Kafka(), e.Required("PAYLOAD_KEYS")
 	_, _, dlq := settings.Topics(e)
 	if err := e.Err(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	ring, err := payloadcodec.ParseKeyring(keys)
+	if err != nil {
+		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
+	}
+	codec, kinds := payloadcodec.New(ring), letterKinds()
 	var letters []consumer.LetterInfo
-	err := consumer.Letters(ctx, cluster, dlq, func(m kafka.Message, _ int64) error {
-		letters = append(letters, consumer.Describe(m))
-		return nil
+	err = consumer.Letters(ctx, cluster, dlq, func(m kafka.Message, _ int64) error {
+		li, err := consumer.Identify(m, codec, kinds)
+		if err == nil && picked(sel, li.Identity) {
+			letters = append(letters, li)
+		}
+		return err
 	})
 	if err != nil {
 		return err
@@ -56,14 +80,15 @@ func dlqList(ctx context.Context, getenv func(string) string, out cli.Format, st
 		return cli.WriteJSON(stdout, letters)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LETTER\tDEAD-LETTERED\tFROM\tGROUP\tBYTES\tERROR")
+	fmt.Fprintln(tw, "LETTER\tTENANT\tKIND\tEVENT\tDEAD-LETTERED\tFROM\tGROUP\tBYTES\tERROR\tID")
 	for _, l := range letters {
 		size := strconv.Itoa(l.Bytes)
 		if !l.Whole {
 			size += " (cut)"
 		}
-		fmt.Fprintf(tw, "%d:%d\t%s\t%s/%d@%d\t%s\t%s\t%s\n", l.Partition, l.Offset, stamp(l.Time), l.FromTopic, l.FromPartition, l.FromOffset,
-			dash(l.Group), size, l.Error)
+		id := l.Identity
+		fmt.Fprintf(tw, "%d:%d\t%s\t%s\t%s\t%s\t%s/%d@%d\t%s\t%s\t%s\t%s\n", l.Partition, l.Offset, short(id.Tenant), dash(id.Kind), short(event(id)),
+			stamp(l.Time), l.FromTopic, l.FromPartition, l.FromOffset, dash(l.Group), size, short(l.Error), id.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -72,22 +97,63 @@ func dlqList(ctx context.Context, getenv func(string) string, out cli.Format, st
 	return nil
 }
 
-// dlqShowCommand is `worker dlq show PARTITION:OFFSET`: one letter, its value
-// opened, for an operator who holds the payload keys; stderr records that it was
-// shown.
+// dlqShowCommand is `worker dlq show PARTITION:OFFSET | letters`: one letter,
+// its value opened, for an operator who holds the payload keys; stderr records
+// that it was shown.
 func dlqShowCommand(getenv func(string) string, stdout, stderr io.Writer) cli.Command {
-	return cli.Command{Name: "dlq show", Args: "PARTITION:OFFSET",
+	var sel letterFlags
+	return cli.Command{Name: "dlq show", Args: "PARTITION:OFFSET | --id ID | --tenant T --kind K --event-id ID [--source S]",
 		Summary: "print one dead letter with its value opened; needs the payload keys, and logs that it was shown (KAFKA_*, DLQ_TOPIC, PAYLOAD_KEYS)",
+		Flags:   func(fs *flag.FlagSet) { sel.register(fs, "show") },
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
-			if fs.NArg() != 1 {
-				return cli.Usagef("want one PARTITION:OFFSET (as dlq list prints it)")
+			selectors, err := sel.selectors()
+			switch {
+			case err != nil:
+				return err
+			case len(selectors) > 1 || (len(selectors) == 1) == (fs.NArg() == 1) || fs.NArg() > 1:
+				return cli.Usagef("want one PARTITION:OFFSET (as dlq list prints it), or one letter by --id or --tenant, --kind and --event-id")
+			case len(selectors) == 1:
+				return dlqShow(ctx, getenv, letterAt{sel: selectors[0]}, stdout, stderr)
 			}
 			partition, offset, err := letterRef(fs.Arg(0))
 			if err != nil {
 				return err
 			}
-			return dlqShow(ctx, getenv, partition, offset, stdout, stderr)
+			return dlqShow(ctx, getenv, letterAt{partition: partition, offset: offset}, stdout, stderr)
 		}}
+}
+
+// letterAt names one letter: by its place, or by a selector that must pick
+// exactly one.
+type letterAt struct {
+	partition int
+	offset    int64
+	sel       consumer.Selector
+}
+
+// find reads the letter named.
+func (at letterAt) find(ctx context.Context, cluster kafkaclient.Cluster, dlq string, keys consumer.Sealer) (kafka.Message, error) {
+	if at.sel == (consumer.Selector{}) {
+		return consumer.Letter(ctx, cluster, dlq, at.partition, at.offset)
+	}
+	var found []kafka.Message
+	kinds := letterKinds()
+	err := consumer.Letters(ctx, cluster, dlq, func(m kafka.Message, _ int64) error {
+		li, err := consumer.Identify(m, keys, kinds)
+		if err == nil && at.sel.Matches(li.Identity) {
+			found = append(found, m)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return kafka.Message{}, err
+	case len(found) == 0:
+		return kafka.Message{}, fmt.Errorf("%w in %s for %+v", consumer.ErrNoLetter, dlq, at.sel)
+	case len(found) > 1:
+		return kafka.Message{}, fmt.Errorf("%d letters in %s for %+v: show one by --id (dlq list prints them)", len(found), dlq, at.sel)
+	}
+	return found[0], nil
 }
 
 // letterRef parses PARTITION:OFFSET.
@@ -101,7 +167,7 @@ func letterRef(s string) (int, int64, error) {
 	return partition, offset, nil
 }
 
-func dlqShow(ctx context.Context, getenv func(string) string, partition int, offset int64, stdout, stderr io.Writer) error {
+func dlqShow(ctx context.Context, getenv func(string) string, at letterAt, stdout, stderr io.Writer) error {
 	e := config.New(getenv)
 	cluster := e.Kafka()
 	_, _, dlq := settings.Topics(e)
@@ -116,23 +182,29 @@ func dlqShow(ctx context.Context, getenv func(string) string, partition int, off
 	if err != nil {
 		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
 	}
-	m, err := consumer.Letter(ctx, cluster, dlq, partition, offset)
+	codec := payloadcodec.New(ring)
+	m, err := at.find(ctx, cluster, dlq, codec)
 	if err != nil {
 		return err
 	}
-	orig, whole, err := consumer.Open(m, payloadcodec.New(ring))
+	orig, whole, err := consumer.Open(m, codec)
 	if err != nil {
-		return fmt.Errorf("open dead letter %d:%d: %w", partition, offset, err)
+		return fmt.Errorf("open dead letter %d:%d: %w", m.Partition, m.Offset, err)
+	}
+	info, err := consumer.Identify(m, codec, letterKinds())
+	if err != nil {
+		return err
 	}
 	// Who reads a sealed letter is on record wherever the process's stderr goes.
-	slog.New(slog.NewJSONHandler(stderr, nil)).Info("dead letter shown", "topic", dlq, "partition", partition, "offset", offset)
-	return printLetter(stdout, consumer.Describe(m), orig, whole)
+	slog.New(slog.NewJSONHandler(stderr, nil)).Info("dead letter shown", "topic", dlq, "partition", m.Partition, "offset", m.Offset)
+	return printLetter(stdout, info, orig, whole)
 }
 
 // printLetter writes a letter's provenance, its original headers and key, and
 // its value (indented when it is JSON).
 func printLetter(w io.Writer, info consumer.LetterInfo, orig kafka.Message, whole bool) error {
-	fmt.Fprintf(w, "letter:     %d:%d, dead-lettered %s\n", info.Partition, info.Offset, stamp(info.Time))
+	fmt.Fprintf(w, "letter:     %d:%d, dead-lettered %s, ID %s\n", info.Partition, info.Offset, stamp(info.Time), info.Identity.ID)
+	fmt.Fprintf(w, "of:         %s\n", info.Identity)
 	fmt.Fprintf(w, "from:       %s/%d@%d (group %s)\n", info.FromTopic, info.FromPartition, info.FromOffset, dash(info.Group))
 	fmt.Fprintf(w, "error:      %s\n", info.Error)
 	fmt.Fprintf(w, "key:        %s\n", dash(string(orig.Key)))
@@ -152,31 +224,34 @@ func printLetter(w io.Writer, info consumer.LetterInfo, orig kafka.Message, whol
 	return nil
 }
 
-// dlqPurgeCommand is `worker dlq purge (--event-id ID... | --all) --by NAME
-// [--dry-run]`: letters an operator discards are settled, so no redrive sends
-// them.
+// dlqPurgeCommand is `worker dlq purge (letters | --all) --by NAME [--dry-run]`:
+// letters an operator discards are settled, so no redrive sends them. It prints
+// each letter it discards.
 func dlqPurgeCommand(getenv func(string) string, stdout io.Writer) cli.Command {
-	var ids stringList
+	var sel letterFlags
 	var all, dryRun bool
 	var by string
-	return cli.Command{Name: "dlq purge", Args: "(--event-id ID... | --all) --by NAME [--dry-run]",
+	return cli.Command{Name: "dlq purge", Args: "(--id ID... | --tenant T --kind K --event-id ID... [--source S] | --all) --by NAME [--dry-run]",
 		Summary: "discard dead letters: no redrive sends them again; they stay in the topic until its retention (DATABASE_URL, KAFKA_*, DLQ_TOPIC, PAYLOAD_KEYS)",
 		Flags: func(fs *flag.FlagSet) {
-			fs.Var(&ids, "event-id", "purge the letter of this eventId (repeatable)")
+			sel.register(fs, "purge")
 			fs.BoolVar(&all, "all", false, "purge every letter in the topic now")
 			fs.StringVar(&by, "by", "", "who purges (recorded with each letter)")
 			fs.BoolVar(&dryRun, "dry-run", false, "say what would be purged; record nothing")
 		},
 		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			selectors, err := sel.selectors()
 			switch {
+			case err != nil:
+				return err
 			case fs.NArg() > 0:
 				return cli.Usagef("unexpected argument %q", fs.Arg(0))
-			case all == (len(ids) > 0):
-				return cli.Usagef("want --event-id ID... or --all, not both")
+			case all == (len(selectors) > 0):
+				return cli.Usagef("want --id ID..., --tenant T --kind K --event-id ID..., or --all: one of them")
 			case strings.TrimSpace(by) == "" || len(by) > 64:
 				return cli.Usagef("want --by NAME (at most 64 characters)")
 			}
-			opts := consumer.PurgeOptions{EventIDs: ids, By: strings.TrimSpace(by), DryRun: dryRun}
+			opts := consumer.PurgeOptions{Select: selectors, Kinds: letterKinds(), By: strings.TrimSpace(by), DryRun: dryRun}
 			return dlqPurge(ctx, getenv, opts, stdout)
 		}}
 }
@@ -197,11 +272,135 @@ func dlqPurge(ctx context.Context, getenv func(string) string, opts consumer.Pur
 		return err
 	}
 	defer pool.Close()
-	sum, err := consumer.Purge(ctx, cluster, opts, consumer.NewRedrives(pool), payloadcodec.New(ring))
-	prefix := ""
+	verb, prefix := "purged", ""
 	if opts.DryRun {
-		prefix = "dry run, nothing recorded: "
+		verb, prefix = "would purge", "dry run, nothing recorded: "
 	}
+	opts.Discarded = func(id consumer.Identity) { fmt.Fprintf(stdout, "%s: %s\n", verb, id) }
+	sum, err := consumer.Purge(ctx, cluster, opts, consumer.NewRedrives(pool), payloadcodec.New(ring))
 	fmt.Fprintf(stdout, "%s%s: %s\n", prefix, opts.DLQTopic, sum)
 	return err
+}
+
+// dlqRedriveCommand is `worker dlq redrive [letters] [--dry-run]`.
+func dlqRedriveCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var sel letterFlags
+	var dryRun bool
+	return cli.Command{Name: "dlq redrive", Args: "[--id ID... | --tenant T --kind K --event-id ID... [--source S]] [--dry-run]",
+		Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
+		Flags: func(fs *flag.FlagSet) {
+			sel.register(fs, "redrive")
+			fs.BoolVar(&dryRun, "dry-run", false, "say what would be redriven; write and record nothing")
+		},
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			selectors, err := sel.selectors()
+			switch {
+			case err != nil:
+				return err
+			case fs.NArg() > 0:
+				return cli.Usagef("unexpected argument %q", fs.Arg(0))
+			}
+			return redrive(ctx, getenv, consumer.RedriveOptions{Select: selectors, Kinds: letterKinds(), Progress: 1000, DryRun: dryRun}, stdout)
+		}}
+}
+
+// redrive re-publishes the letters opts selects.
+func redrive(ctx context.Context, getenv func(string) string, opts consumer.RedriveOptions, stdout io.Writer) error {
+	e := config.New(getenv)
+	url, cluster, keys := e.Required("DATABASE_URL"), e.Kafka(), e.Required("PAYLOAD_KEYS")
+	_, opts.RequestsTopic, opts.DLQTopic = settings.Topics(e)
+	logger := telemetry.NewLogger(stdout, e.Level())
+	if err := e.Err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	ring, err := payloadcodec.ParseKeyring(keys)
+	if err != nil {
+		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
+	}
+	pool, err := database.Open(ctx, url, 2, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	w := kafkaclient.NewWriter(cluster, "")
+	defer w.Close()
+	sum, err := consumer.Redrive(ctx, cluster, opts, w, consumer.NewRedrives(pool), payloadcodec.New(ring), logger)
+	if opts.DryRun {
+		fmt.Fprintf(stdout, "dry run, nothing written: %s -> %s: %s (redriven: would be)\n", opts.DLQTopic, opts.RequestsTopic, sum)
+		return err
+	}
+	fmt.Fprintf(stdout, "%s -> %s: %s\n", opts.DLQTopic, opts.RequestsTopic, sum)
+	return err
+}
+
+// letterFlags select dead letters: by ID, or by tenant, kind and eventIds (a
+// CloudEvent's ids, with its source). An eventId alone is not enough: tenants and
+// kinds reuse them.
+type letterFlags struct {
+	ids, events          stringList
+	tenant, kind, source string
+}
+
+func (f *letterFlags) register(fs *flag.FlagSet, verb string) {
+	fs.Var(&f.ids, "id", verb+" the letter of this ID, as dlq list prints it (repeatable)")
+	fs.StringVar(&f.tenant, "tenant", "", "the tenant of the letters of --event-id")
+	fs.StringVar(&f.kind, "kind", "", "the kind of the letters of --event-id: "+strings.Join(kindNames(), " or "))
+	fs.Var(&f.events, "event-id", verb+" the letter of this eventId, or CloudEvent id, of --tenant and --kind (repeatable)")
+	fs.StringVar(&f.source, "source", "", "the source of the CloudEvents of --event-id")
+}
+
+// selectors are the letters the flags name; none when no flag was given.
+func (f *letterFlags) selectors() ([]consumer.Selector, error) {
+	byEvent := f.tenant != "" || f.kind != "" || f.source != "" || len(f.events) > 0
+	switch {
+	case len(f.ids) > 0 && byEvent:
+		return nil, cli.Usagef("want --id ID..., or --tenant T --kind K --event-id ID...: not both")
+	case byEvent && (f.tenant == "" || f.kind == "" || len(f.events) == 0):
+		return nil, cli.Usagef("want --tenant, --kind and --event-id together: an eventId alone names no letter")
+	case byEvent && !slices.Contains(kindNames(), f.kind):
+		return nil, cli.Usagef("--kind %q is not a kind: want %s", f.kind, strings.Join(kindNames(), " or "))
+	}
+	var out []consumer.Selector
+	for _, id := range f.ids {
+		out = append(out, consumer.Selector{ID: id})
+	}
+	for _, e := range f.events {
+		out = append(out, consumer.Selector{Tenant: f.tenant, Kind: f.kind, EventID: e, Source: f.source})
+	}
+	for _, s := range out {
+		if err := s.Check(); err != nil {
+			return nil, cli.Usagef("%v", err)
+		}
+	}
+	return out, nil
+}
+
+// picked reports whether sel picks id; every letter when sel is empty.
+func picked(sel []consumer.Selector, id consumer.Identity) bool {
+	return len(sel) == 0 || slices.ContainsFunc(sel, func(s consumer.Selector) bool { return s.Matches(id) })
+}
+
+// letterKinds tells the worker's kinds apart in dead letters; only their names
+// and envelopes are read.
+func letterKinds() consumer.KindNames {
+	return consumer.NamesOf(intake.NewOrders(nil, nil), refunds.New(nil, nil, intake.Starter{}))
+}
+
+func kindNames() []string { return []string{order.Kind, refund.Kind} }
+
+// event is a letter's eventId, and a CloudEvent's source.
+func event(id consumer.Identity) string {
+	if id.Source == "" {
+		return "eventId " + strconv.Quote(short(id.EventID))
+	}
+	return "id " + strconv.Quote(short(id.EventID)) + " of source " + strconv.Quote(short(id.Source))
+}
+
+// short cuts what a letter says to 64 characters for a table: a hostile one can
+// say a lot. dlq show prints it whole.
+func short(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return dash(s)
 }

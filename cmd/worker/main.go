@@ -9,7 +9,8 @@
 //	worker findings ack ID... --by NAME    acknowledge findings
 //	worker tenants list                    every tenant: its keys, its budget, its orders
 //	worker orders show ID|KEY              an order across tenants, its payments, refunds, findings, workflow
-//	worker dlq redrive [--event-id ID]...  re-publish dead letters to the requests topic, each once
+//	worker dlq redrive [--id ID]...        re-publish dead letters to the requests topic, each once
+//	                                       (or --tenant T --kind K --event-id ID...)
 //	worker version                         print the build's version
 package main
 
@@ -40,8 +41,6 @@ func main() {
 
 // app is the worker binary's commands; each reads only the settings it uses.
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
-	var ids stringList
-	var dryRun bool
 	return cli.App{Name: "worker", Summary: "orderflow's Temporal worker and Kafka ingress", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
 		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serve(ctx, getenv, stdout)
@@ -56,18 +55,7 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		dlqListCommand(getenv, stdout),
 		dlqShowCommand(getenv, stdout, stderr),
 		dlqPurgeCommand(getenv, stdout),
-		{Name: "dlq redrive", Args: "[--event-id ID]... [--dry-run]",
-			Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
-			Flags: func(fs *flag.FlagSet) {
-				fs.Var(&ids, "event-id", "redrive only this eventId (repeatable); default: all")
-				fs.BoolVar(&dryRun, "dry-run", false, "say what would be redriven; write and record nothing")
-			},
-			Run: func(ctx context.Context, fs *flag.FlagSet) error {
-				if fs.NArg() > 0 {
-					return cli.Usagef("unexpected argument %q", fs.Arg(0))
-				}
-				return redrive(ctx, getenv, ids, dryRun, stdout)
-			}},
+		dlqRedriveCommand(getenv, stdout),
 	}}
 }
 

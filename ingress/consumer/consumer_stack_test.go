@@ -21,6 +21,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/ingress/consumer"
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
@@ -239,7 +241,8 @@ func TestDuplicatesPoisonAndPartitions(t *testing.T) {
 	dw.Close()
 	w := p.writer("")
 	defer w.Close()
-	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, EventIDs: []string{"unknown-tenant", "forged"}}
+	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, Kinds: kindNames(), Select: []consumer.Selector{
+		{Tenant: unknownTenant, Kind: order.Kind, EventID: "unknown-tenant"}, {Tenant: p.tenant, Kind: order.Kind, EventID: "forged"}}}
 	for run := range 2 {
 		sum, err := consumer.Redrive(context.Background(), p.Kafka, opts, w, consumer.NewRedrives(p.Pool), p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		t.Logf("redrive %d: %s", run+1, sum)
@@ -544,7 +547,8 @@ func TestPurgedLettersAreNeverRedriven(t *testing.T) {
 	done := consumer.NewRedrives(p.Pool)
 	purge := func(dry bool, want consumer.PurgeSummary) {
 		t.Helper()
-		opts := consumer.PurgeOptions{DLQTopic: p.dlq, EventIDs: []string{"drop"}, By: "ana", DryRun: dry}
+		opts := consumer.PurgeOptions{DLQTopic: p.dlq, Kinds: kindNames(), By: "ana", DryRun: dry,
+			Select: []consumer.Selector{{Tenant: late, Kind: order.Kind, EventID: "drop"}}}
 		if sum, err := consumer.Purge(ctx, p.Kafka, opts, done, p.Codec); err != nil || sum != want {
 			t.Fatalf("purge (dry run %v): %+v, %v; want %+v", dry, sum, err, want)
 		}
@@ -567,5 +571,64 @@ func TestPurgedLettersAreNeverRedriven(t *testing.T) {
 	stacktest.Eventually(t, 30*time.Second, "the kept letter's workflow", func() bool { return stacktest.Runs(t, p.Temporal, kept) == 1 })
 	if n := stacktest.Runs(t, p.Temporal, order.WorkflowID(late, order.FromEvent, "drop")); n != 0 {
 		t.Fatalf("the purged letter's event started %d runs", n)
+	}
+}
+
+// kindNames tells orders and refund requests apart in dead letters.
+func kindNames() consumer.KindNames {
+	return consumer.NamesOf(intake.NewOrders(nil, nil), refunds.New(nil, nil, intake.Starter{}))
+}
+
+// Two tenants' letters share the eventId e-1: tenant A's poison order (and A's
+// CloudEvent of id e-1) and tenant B's bad refund request. Purging A's order
+// discards it alone, says so, and leaves B's letter redrivable; the CloudEvent
+// is selected by its source too.
+func TestPurgeSelectsByTenantAndKind(t *testing.T) {
+	p := newPipeline(t)
+	ctx := context.Background()
+	a, b := stacktest.Name("tenant-a"), stacktest.Name("tenant-b")
+	refund := []byte(fmt.Sprintf(`{"eventId":"e-1","tenant":%q,"refund":{"order_id":"ord_x","amount":-1}}`, b))
+	ce := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"e-1","source":"shop","type":%q,"tenant":%q,"data":%s}`, intake.OrderRequestedType, a, orderJSON))
+	p.produce(t, kafka.Message{Key: []byte("a"), Value: event("e-1", a)}, kafka.Message{Key: []byte("b"), Value: refund},
+		kafka.Message{Key: []byte("c"), Value: ce, Headers: []kafka.Header{{Key: "content-type", Value: []byte("application/cloudevents+json")}}})
+	_, stop := p.runConsumer(t)
+	p.deadLetters(t, 3)
+	stop()
+	done := consumer.NewRedrives(p.Pool)
+	purge := func(dry bool, sel consumer.Selector, want consumer.PurgeSummary) []consumer.Identity {
+		t.Helper()
+		var gone []consumer.Identity
+		opts := consumer.PurgeOptions{DLQTopic: p.dlq, Kinds: kindNames(), By: "ana", DryRun: dry, Select: []consumer.Selector{sel},
+			Discarded: func(id consumer.Identity) { gone = append(gone, id) }}
+		if sum, err := consumer.Purge(ctx, p.Kafka, opts, done, p.Codec); err != nil || sum != want || len(gone) != want.Purged {
+			t.Fatalf("purge %+v (dry run %v): %+v, %v, discarding %v; want %+v", sel, dry, sum, err, gone, want)
+		}
+		return gone
+	}
+	orderA := consumer.Selector{Tenant: a, Kind: order.Kind, EventID: "e-1"}
+	gone := purge(true, orderA, consumer.PurgeSummary{Read: 3, Purged: 1, Unselected: 2})
+	if g := gone[0]; g.Tenant != a || g.Kind != "order" || g.EventID != "e-1" || g.Source != "" || len(g.ID) != 64 {
+		t.Fatalf("the dry run would discard %+v", g)
+	}
+	purge(false, orderA, consumer.PurgeSummary{Read: 3, Purged: 1, Unselected: 2})
+	purge(false, orderA, consumer.PurgeSummary{Read: 3, Before: 1, Unselected: 2})
+	cloud := consumer.Selector{Tenant: a, Kind: "order", EventID: "e-1", Source: "shop"}
+	if g := purge(true, cloud, consumer.PurgeSummary{Read: 3, Purged: 1, Unselected: 2}); g[0].Source != "shop" {
+		t.Fatalf("the CloudEvent's purge would discard %+v", g)
+	}
+	purge(true, consumer.Selector{ID: gone[0].ID}, consumer.PurgeSummary{Read: 3, Before: 1, Unselected: 2})
+
+	w := p.writer("")
+	defer w.Close()
+	opts := consumer.RedriveOptions{DLQTopic: p.dlq, RequestsTopic: p.requests, Kinds: kindNames(),
+		Select: []consumer.Selector{{Tenant: b, Kind: "refund", EventID: "e-1"}}}
+	sum, err := consumer.Redrive(ctx, p.Kafka, opts, w, done, p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || sum != (consumer.RedriveSummary{Read: 3, Redriven: 1, Unselected: 2}) {
+		t.Fatalf("redrive of tenant B's refund request: %+v, %v", sum, err)
+	}
+	opts.Select, opts.DryRun = nil, true
+	sum, err = consumer.Redrive(ctx, p.Kafka, opts, w, done, p.Codec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || sum != (consumer.RedriveSummary{Read: 3, Redriven: 1, Before: 2}) {
+		t.Fatalf("after A's purge and B's redrive, a redrive of all would do %+v, %v; want only A's CloudEvent", sum, err)
 	}
 }

@@ -118,7 +118,8 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 }
 
 // structuredProvenance is, for a CloudEvent in structured mode, its identity
-// attributes as dlq.ce_* headers: the value they sit in is sealed. A binary-mode
+// attributes and tenant as dlq.ce_* headers: the value they sit in is sealed, and
+// a letter cut short still says whose it is. A binary-mode
 // CloudEvent's ce_* headers are kept as they are.
 func structuredProvenance(m kafka.Message) []kafka.Header {
 	if !isStructured(m) {
@@ -128,6 +129,7 @@ func structuredProvenance(m kafka.Message) []kafka.Header {
 		ID     any `json:"id"`
 		Source any `json:"source"`
 		Type   any `json:"type"`
+		Tenant any `json:"tenant"`
 	}
 	if json.Unmarshal(m.Value, &attrs) != nil {
 		return nil
@@ -136,7 +138,7 @@ func structuredProvenance(m kafka.Message) []kafka.Header {
 	for _, a := range []struct {
 		name string
 		v    any
-	}{{"id", attrs.ID}, {"source", attrs.Source}, {"type", attrs.Type}} {
+	}{{"id", attrs.ID}, {"source", attrs.Source}, {"type", attrs.Type}, {TenantAttribute, attrs.Tenant}} {
 		if s, ok := a.v.(string); ok {
 			hs = append(hs, kafka.Header{Key: "dlq.ce_" + a.name, Value: []byte(truncate(s, 1024))})
 		}
@@ -179,7 +181,7 @@ type RedriveSummary struct {
 	Before     int // redriven by an earlier run: not sent again
 	OtherTopic int // from a topic other than the requests topic: refused
 	Cut        int // value kept only in part: cannot be rebuilt
-	Unselected int // not among the eventIds asked for
+	Unselected int // not among the letters asked for
 }
 
 func (s RedriveSummary) String() string {
@@ -194,7 +196,9 @@ type RedriveOptions struct {
 	// original-topic header is anyone's who can write the dead-letter topic, so a
 	// letter naming another topic is refused.
 	RequestsTopic string
-	EventIDs      []string // only these; all when empty
+	// Select picks the letters (all when empty); Kinds tells a letter's kind.
+	Select []Selector
+	Kinds  KindNames
 	// Progress is how many dead letters between two progress lines.
 	Progress int
 	// DryRun counts what would be redriven (Redriven), writing and recording
@@ -203,7 +207,7 @@ type RedriveOptions struct {
 }
 
 // Redrive re-publishes the dead letters present in the dead-letter topic when it
-// starts (all, or the eventIds asked for) to the requests topic, without the dlq
+// starts (all, or those selected) to the requests topic, without the dlq
 // headers, each once: a redriven letter is recorded in done after its write, by
 // its content and provenance (letterOf), and a later run skips it, even from a
 // recreated dead-letter topic. A crash between the write and the record sends it again on
@@ -276,7 +280,7 @@ type PurgeSummary struct {
 	Read       int
 	Purged     int
 	Before     int // redriven or purged before: left as they are
-	Unselected int // not among the eventIds asked for
+	Unselected int // not among the letters asked for
 }
 
 func (s PurgeSummary) String() string {
@@ -286,14 +290,19 @@ func (s PurgeSummary) String() string {
 // PurgeOptions say which dead letters an operator discards, and who.
 type PurgeOptions struct {
 	DLQTopic string
-	EventIDs []string // only these; all when empty
-	By       string
+	// Select picks the letters (all when empty); Kinds tells a letter's kind.
+	Select []Selector
+	Kinds  KindNames
+	By     string
 	// DryRun counts what would be purged, recording nothing.
 	DryRun bool
+	// Discarded, when set, hears of each letter purged (or, in a dry run, that
+	// would be), so that an operator sees exactly what goes.
+	Discarded func(Identity)
 }
 
-// Purge records the dead letters present in the topic (all, or the eventIds
-// asked for) as discarded, so that no redrive sends them; the letters stay in the
+// Purge records the dead letters present in the topic (all, or those selected)
+// as discarded, so that no redrive sends them; the letters stay in the
 // topic until its retention deletes them (kafka-go speaks no DeleteRecords).
 func Purge(ctx context.Context, cluster kafkaclient.Cluster, opts PurgeOptions, done *Redrives, keys Sealer) (PurgeSummary, error) {
 	var sum PurgeSummary
@@ -303,8 +312,8 @@ func Purge(ctx context.Context, cluster kafkaclient.Cluster, opts PurgeOptions, 
 		if err != nil {
 			return fmt.Errorf("open %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
 		}
-		id := eventIDOf(out.Value)
-		if len(opts.EventIDs) > 0 && (id == "" || !slices.Contains(opts.EventIDs, id)) {
+		id := identityOf(m, out, opts.Kinds)
+		if !selected(opts.Select, id) {
 			sum.Unselected++
 			return nil
 		}
@@ -316,14 +325,15 @@ func Purge(ctx context.Context, cluster kafkaclient.Cluster, opts PurgeOptions, 
 		case already:
 			sum.Before++
 			return nil
-		case opts.DryRun:
-			sum.Purged++
-			return nil
-		}
-		if err := done.Purge(ctx, letter, m, id, opts.By); err != nil {
-			return err
+		case !opts.DryRun:
+			if err := done.Purge(ctx, letter, m, eventIDOf(out.Value), opts.By); err != nil {
+				return err
+			}
 		}
 		sum.Purged++
+		if opts.Discarded != nil {
+			opts.Discarded(id)
+		}
 		return nil
 	})
 	return sum, err
@@ -391,6 +401,9 @@ type LetterInfo struct {
 	Sealed        bool      `json:"sealed"`
 	Whole         bool      `json:"whole"`
 	Bytes         int       `json:"bytes"`
+	// Identity is whom the letter speaks for: only Identify, which opens the
+	// value, fills it.
+	Identity Identity `json:"identity"`
 }
 
 // Open is the message a dead letter was made from, its value opened with keys
@@ -407,16 +420,15 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 	if err != nil {
 		return fmt.Errorf("open %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
 	}
-	id := eventIDOf(out.Value)
 	switch {
+	case !selected(opts.Select, identityOf(m, out, opts.Kinds)):
+		sum.Unselected++
+		return nil
 	case !whole:
 		sum.Cut++
 		return nil
 	case from != opts.RequestsTopic:
 		sum.OtherTopic++
-		return nil
-	case len(opts.EventIDs) > 0 && (id == "" || !slices.Contains(opts.EventIDs, id)):
-		sum.Unselected++
 		return nil
 	}
 	letter := letterOf(m, out.Value)
@@ -436,7 +448,7 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 	if err := w.WriteMessages(ctx, out); err != nil {
 		return fmt.Errorf("re-publish %s/%d@%d to %s: %w", m.Topic, m.Partition, m.Offset, out.Topic, err)
 	}
-	if err := done.Record(ctx, letter, m, id); err != nil {
+	if err := done.Record(ctx, letter, m, eventIDOf(out.Value)); err != nil {
 		return err
 	}
 	sum.Redriven++

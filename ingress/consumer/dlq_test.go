@@ -127,3 +127,62 @@ func TestLetterIsItsProvenanceAndValue(t *testing.T) {
 		t.Fatal("another message at the same dead-letter offset is the same letter")
 	}
 }
+
+// A letter says whose it is, whatever its form: an envelope's tenant, member and
+// eventId, a CloudEvent's tenant, type, source and id (from the dlq.ce_* headers
+// when its value was cut); and a selector picks it only by all of them.
+func TestLettersSayWhoseTheyAre(t *testing.T) {
+	codec := testCodec(t)
+	kinds := KindNames{byField: map[string]string{"order": "order", "refund": "refund"},
+		byType: map[string]string{"t.Order": "order", "t.Refund": "refund"}}
+	structured := []kafka.Header{{Key: "content-type", Value: []byte("application/cloudevents+json")}}
+	ce := `{"specversion":"1.0","id":"e-1","source":"shop","type":"t.Refund","tenant":"beta","data":{}}`
+	for _, tt := range []struct {
+		name  string
+		m     kafka.Message
+		limit int
+		want  Identity
+	}{
+		{"order", kafka.Message{Value: []byte(`{"eventId":"e-1","tenant":"demo","order":{"bad":1}}`)}, maxDeadLetterBytes,
+			Identity{Tenant: "demo", Kind: "order", EventID: "e-1"}},
+		{"refund", kafka.Message{Value: []byte(`{"eventId":"e-1","tenant":"beta","refund":{},"order":null}`)}, maxDeadLetterBytes,
+			Identity{Tenant: "beta", Kind: "refund", EventID: "e-1"}},
+		{"two kinds", kafka.Message{Value: []byte(`{"eventId":"e-1","tenant":"beta","refund":{},"order":{}}`)}, maxDeadLetterBytes,
+			Identity{Tenant: "beta", EventID: "e-1"}},
+		{"not JSON", kafka.Message{Value: []byte(`e-1`)}, maxDeadLetterBytes, Identity{}},
+		{"binary", kafka.Message{Value: []byte(`{}`), Headers: []kafka.Header{{Key: "ce_specversion", Value: []byte("1.0")},
+			{Key: "ce_id", Value: []byte("e-1")}, {Key: "ce_source", Value: []byte("shop")}, {Key: "ce_type", Value: []byte("t.Order")},
+			{Key: "ce_tenant", Value: []byte("demo")}}}, maxDeadLetterBytes, Identity{Tenant: "demo", Kind: "order", EventID: "e-1", Source: "shop"}},
+		{"structured", kafka.Message{Value: []byte(ce), Headers: structured}, maxDeadLetterBytes,
+			Identity{Tenant: "beta", Kind: "refund", EventID: "e-1", Source: "shop"}},
+		{"structured, cut", kafka.Message{Value: []byte(ce), Headers: structured}, 0,
+			Identity{Tenant: "beta", Kind: "refund", EventID: "e-1", Source: "shop"}},
+	} {
+		dl, err := deadLetterOf(tt.m, errors.New("bad"), "g", time.Now(), tt.limit, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Identify(dl, codec, kinds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := got.Identity
+		if len(id.ID) != 64 {
+			t.Errorf("%s: letter ID %q", tt.name, id.ID)
+		}
+		tt.want.ID = id.ID
+		if id != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, id, tt.want)
+		}
+	}
+	order := Identity{ID: "1", Tenant: "demo", Kind: "order", EventID: "e-1"}
+	cloud := Identity{ID: "2", Tenant: "demo", Kind: "order", EventID: "e-1", Source: "shop"}
+	bySel := Selector{Tenant: "demo", Kind: "order", EventID: "e-1"}
+	if !bySel.Matches(order) || bySel.Matches(cloud) || (Selector{Tenant: "beta", Kind: "order", EventID: "e-1"}).Matches(order) ||
+		(Selector{Tenant: "demo", Kind: "refund", EventID: "e-1"}).Matches(order) || (Selector{EventID: "e-1"}).Matches(order) {
+		t.Error("a selector picks a letter of another tenant, kind or source, or by an eventId alone")
+	}
+	if bySel.Source = "shop"; !bySel.Matches(cloud) || !(Selector{ID: "2"}).Matches(cloud) || (Selector{ID: "2"}).Matches(order) {
+		t.Error("a selector misses its letter")
+	}
+}

@@ -54,12 +54,13 @@ type Findings interface {
 
 // Letters are the dead letters (KafkaLetters on the dead-letter topic).
 type Letters interface {
-	// List describes at most limit letters; more says some were left.
+	// List describes at most limit letters, with whom each speaks for; more
+	// says some were left.
 	List(ctx context.Context, limit int) (letters []consumer.LetterInfo, more bool, err error)
 	// Show reads one letter and opens its value.
 	Show(ctx context.Context, partition int, offset int64) (info consumer.LetterInfo, orig kafka.Message, whole bool, err error)
-	// Redrive re-publishes the letters (all, or those of eventIDs).
-	Redrive(ctx context.Context, eventIDs []string, dryRun bool) (consumer.RedriveSummary, error)
+	// Redrive re-publishes the letters (all, or those sel picks).
+	Redrive(ctx context.Context, sel []consumer.Selector, dryRun bool) (consumer.RedriveSummary, error)
 }
 
 // Stores are what the pages read and act on.

@@ -39,8 +39,9 @@ const (
 type fakes struct {
 	acked    []int64
 	ackedBy  string
-	redriven []string
+	redriven []consumer.Selector
 	keys     string // what a real Letters would hold: never shown
+	longID   string // a CloudEvent id the letter at 0:5 holds
 }
 
 func (f *fakes) Browse(_ context.Context, p orderstore.Page) ([]orderstore.Located, string, error) {
@@ -95,10 +96,22 @@ func (f *fakes) Acknowledge(_ context.Context, ids []int64, by, _ string) ([]rec
 }
 
 func letterInfo() consumer.LetterInfo {
-	return consumer.LetterInfo{Partition: 0, Offset: 3, FromTopic: "orders.requested", Group: "g", Error: "unknown tenant newco", Sealed: true, Whole: true, Bytes: 99}
+	return consumer.LetterInfo{Partition: 0, Offset: 3, FromTopic: "orders.requested", Group: "g", Error: "unknown tenant newco", Sealed: true, Whole: true, Bytes: 99,
+		Identity: consumer.Identity{ID: strings.Repeat("cd", 32), Tenant: "newco", Kind: "order", EventID: "evt-visible"}}
+}
+
+// longLetter is a CloudEvent letter whose id is f.longID.
+func (f *fakes) longLetter() consumer.LetterInfo {
+	li := consumer.LetterInfo{Partition: 0, Offset: 5, FromTopic: "orders.requested", Group: "g", Error: "ce_id: longer than 255 bytes " + f.longID,
+		Sealed: true, Whole: true, Bytes: len(f.longID)}
+	li.Identity = consumer.Identity{ID: strings.Repeat("ab", 32), Tenant: "newco", Kind: "order", EventID: f.longID, Source: "shop"}
+	return li
 }
 
 func (f *fakes) Show(_ context.Context, p int, o int64) (consumer.LetterInfo, kafka.Message, bool, error) {
+	if f.longID != "" && p == 0 && o == 5 {
+		return f.longLetter(), kafka.Message{Value: []byte(orderJSON), Headers: []kafka.Header{{Key: "ce_id", Value: []byte(f.longID)}}}, true, nil
+	}
 	if p != 0 || o != 3 {
 		return consumer.LetterInfo{}, kafka.Message{}, false, consumer.ErrNoLetter
 	}
@@ -108,8 +121,8 @@ func (f *fakes) Show(_ context.Context, p int, o int64) (consumer.LetterInfo, ka
 		Headers: []kafka.Header{{Key: "ce_id", Value: []byte("evt-visible")}, {Key: "card", Value: []byte(cardToken)}}}, true, nil
 }
 
-func (f *fakes) Redrive(_ context.Context, ids []string, _ bool) (consumer.RedriveSummary, error) {
-	f.redriven = append(f.redriven, ids...)
+func (f *fakes) Redrive(_ context.Context, sel []consumer.Selector, _ bool) (consumer.RedriveSummary, error) {
+	f.redriven = append(f.redriven, sel...)
 	return consumer.RedriveSummary{Read: 1, Redriven: 1}, nil
 }
 
@@ -117,8 +130,14 @@ func (f *fakes) Redrive(_ context.Context, ids []string, _ bool) (consumer.Redri
 type letters struct{ *fakes }
 
 func (l letters) List(context.Context, int) ([]consumer.LetterInfo, bool, error) {
-	return []consumer.LetterInfo{letterInfo()}, false, nil
+	out := []consumer.LetterInfo{letterInfo()}
+	if l.longID != "" {
+		out = append(out, l.longLetter())
+	}
+	return out, false, nil
 }
+
+const orderJSON = `{"eventId":"evt-visible","tenant":"newco","order":{}}`
 
 type harness struct {
 	c    *Console
@@ -294,7 +313,7 @@ func TestPagesRenderWithoutSecrets(t *testing.T) {
 		"/orders?status=PAYMENT_PENDING&tenant=acme": {orderID, "PAYMENT_PENDING", "2598 USD", "/orders?cursor=next-cursor"},
 		"/orders/" + orderID: {"cus_shown", "Idempotency-Key key-1 (its key row is held)", "payment: intent pending", "pi_123",
 			"refund rfd_1: FAILED", "finding 7: stuck_payment, reported", "http://ui.test:8233/namespaces/ns/workflows/order:acme:http:key-1"},
-		"/dlq":      {"0:3", "unknown tenant newco", "orders.requested"},
+		"/dlq":      {"0:3", "unknown tenant newco", "orders.requested", "newco", "evt-visible"},
 		"/dlq/0:3":  {"evt-visible", "ce_id", "[redacted]", "cus_…#", "unknown tenant newco"},
 		"/findings": {"stuck_payment", orderID, `action="/findings/7/ack"`},
 	}
@@ -348,8 +367,12 @@ func TestActionsAreLoggedByTokenDigest(t *testing.T) {
 	if body := h.do("GET", "/findings", nil, ck).Body.String(); !strings.Contains(body, "No open findings") {
 		t.Errorf("the acknowledged finding is still listed:\n%s", body)
 	}
-	w := h.do("POST", "/dlq/redrive", url.Values{"csrf": {csrf}, "event_id": {"evt-visible"}}, ck)
-	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "redriven: 1") || len(h.f.redriven) != 1 {
+	if w := h.do("POST", "/dlq/redrive", url.Values{"csrf": {csrf}, "event_id": {"evt-visible"}}, ck); w.Code != http.StatusBadRequest {
+		t.Errorf("redrive by an eventId alone: %d, want 400", w.Code)
+	}
+	w := h.do("POST", "/dlq/redrive", url.Values{"csrf": {csrf}, "tenant": {"newco"}, "kind": {"order"}, "event_id": {"evt-visible"}}, ck)
+	want := consumer.Selector{Tenant: "newco", Kind: "order", EventID: "evt-visible"}
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "redriven: 1") || len(h.f.redriven) != 1 || h.f.redriven[0] != want {
 		t.Fatalf("redrive: %d, redriven %v\n%s", w.Code, h.f.redriven, w.Body)
 	}
 	h.do("GET", "/dlq/0:3", nil, ck)
@@ -375,5 +398,27 @@ func TestNewRefusesWeakTokens(t *testing.T) {
 		if _, err := New(st, Options{Tokens: toks}, slog.Default()); err == nil {
 			t.Errorf("tokens %q: a console", toks)
 		}
+	}
+}
+
+// A letter whose CloudEvent id is 10 KB: the list shows its first 64
+// characters and a link to the letter, whose page shows it whole.
+func TestLongFieldsAreCutInTheList(t *testing.T) {
+	h := newHarness(t)
+	h.f.longID = strings.Repeat("x", 10<<10)
+	ck, _ := h.login(t, token)
+	list := h.do("GET", "/dlq", nil, ck).Body.String()
+	if strings.Contains(list, strings.Repeat("x", maxCut+1)) {
+		t.Fatalf("the list holds the 10 KB id inline (%d bytes)", len(list))
+	}
+	if !strings.Contains(list, strings.Repeat("x", maxCut)+"…") || !strings.Contains(list, `href="/dlq/0:5"`) {
+		t.Fatalf("the list lacks the cut id or the letter's link:\n%.2000s", list)
+	}
+	if len(list) > 8<<10 {
+		t.Errorf("the list weighs %d bytes for two letters", len(list))
+	}
+	letter := h.do("GET", "/dlq/0:5", nil, ck)
+	if letter.Code != http.StatusOK || !strings.Contains(letter.Body.String(), `<td id="event">`+h.f.longID+`</td>`) {
+		t.Fatalf("the letter's page lacks its whole id: %d", letter.Code)
 	}
 }

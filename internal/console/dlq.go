@@ -21,8 +21,11 @@ import (
 const (
 	// maxLetters bounds the dead letters listed on one page.
 	maxLetters = 500
-	// maxEventID bounds the redrive form's eventId.
-	maxEventID = 256
+	// maxField bounds each field of the redrive form.
+	maxField = 1024
+	// maxCut is how much of a letter's field the list shows; its own page
+	// shows the whole.
+	maxCut = 64
 	// maxValue bounds what is shown of an opened letter's value.
 	maxValue = 64 << 10
 )
@@ -31,14 +34,15 @@ const (
 // ingress/consumer's functions.
 type KafkaLetters struct {
 	Cluster  kafkaclient.Cluster
-	Options  consumer.RedriveOptions // DLQTopic, RequestsTopic
+	Options  consumer.RedriveOptions // DLQTopic, RequestsTopic, Kinds
 	Writer   consumer.Writer         // without a topic of its own
 	Redrives *consumer.Redrives
 	Keys     consumer.Sealer
 	Logger   *slog.Logger
 }
 
-// List describes at most limit letters, never their values.
+// List describes at most limit letters and whom each speaks for, never their
+// values.
 func (k KafkaLetters) List(ctx context.Context, limit int) ([]consumer.LetterInfo, bool, error) {
 	var out []consumer.LetterInfo
 	enough := errors.New("enough letters") // stops the listing at its limit
@@ -46,8 +50,9 @@ func (k KafkaLetters) List(ctx context.Context, limit int) ([]consumer.LetterInf
 		if len(out) == limit {
 			return enough
 		}
-		out = append(out, consumer.Describe(m))
-		return nil
+		li, err := consumer.Identify(m, k.Keys, k.Options.Kinds)
+		out = append(out, li)
+		return err
 	})
 	if errors.Is(err, enough) {
 		return out, true, nil
@@ -65,13 +70,14 @@ func (k KafkaLetters) Show(ctx context.Context, partition int, offset int64) (co
 	if err != nil {
 		return consumer.LetterInfo{}, kafka.Message{}, false, fmt.Errorf("open dead letter %d:%d: %w", partition, offset, err)
 	}
-	return consumer.Describe(m), orig, whole, nil
+	info, err := consumer.Identify(m, k.Keys, k.Options.Kinds)
+	return info, orig, whole, err
 }
 
 // Redrive re-publishes the letters, each once (consumer.Redrive).
-func (k KafkaLetters) Redrive(ctx context.Context, eventIDs []string, dryRun bool) (consumer.RedriveSummary, error) {
+func (k KafkaLetters) Redrive(ctx context.Context, sel []consumer.Selector, dryRun bool) (consumer.RedriveSummary, error) {
 	o := k.Options
-	o.EventIDs, o.DryRun = eventIDs, dryRun
+	o.Select, o.DryRun = sel, dryRun
 	return consumer.Redrive(ctx, k.Cluster, o, k.Writer, k.Redrives, k.Keys, k.Logger)
 }
 
@@ -83,9 +89,9 @@ type lettersData struct {
 }
 
 type redriveResult struct {
-	EventID string
-	DryRun  bool
-	Summary consumer.RedriveSummary
+	Selected string // whom the letters redriven speak for; "" for every letter
+	DryRun   bool
+	Summary  consumer.RedriveSummary
 }
 
 func (c *Console) lettersPage(w http.ResponseWriter, r *http.Request, s session) {
@@ -100,6 +106,8 @@ func (c *Console) showLetters(w http.ResponseWriter, r *http.Request, s session,
 	}
 	for i := range letters {
 		letters[i].Error = redact.Secrets(letters[i].Error)
+		letters[i].Identity.EventID = redact.Secrets(letters[i].Identity.EventID)
+		letters[i].Identity.Source = redact.Secrets(letters[i].Identity.Source)
 	}
 	c.show(w, r, s, "letters", "Dead letters", lettersData{Letters: letters, More: more, Summary: res})
 }
@@ -131,6 +139,7 @@ func (c *Console) letterPage(w http.ResponseWriter, r *http.Request, s session) 
 	// Who read a sealed letter is on record in the worker's log.
 	c.logger.InfoContext(r.Context(), "dead letter shown", "operator", s.Operator, "partition", partition, "offset", offset)
 	info.Error = redact.Secrets(info.Error)
+	info.Identity.EventID, info.Identity.Source = redact.Secrets(info.Identity.EventID), redact.Secrets(info.Identity.Source)
 	d := letterData{Info: info, Key: redact.Secrets(string(orig.Key)), Value: redactValue(orig.Value), Whole: whole}
 	for _, h := range orig.Headers {
 		v := redact.Secrets(string(h.Value))
@@ -195,24 +204,65 @@ func scrub(v any) any {
 }
 
 func (c *Console) redrive(w http.ResponseWriter, r *http.Request, s session) {
-	eventID := strings.TrimSpace(r.PostFormValue("event_id"))
-	if len(eventID) > maxEventID {
-		c.fail(w, r, s, http.StatusBadRequest, "an eventId has at most 256 characters")
+	sel, err := selectorOf(r)
+	if err != nil {
+		c.fail(w, r, s, http.StatusBadRequest, err.Error())
 		return
 	}
 	dryRun := r.PostFormValue("dry_run") != ""
-	var ids []string
-	if eventID != "" {
-		ids = []string{eventID}
+	var picked []consumer.Selector
+	selected := ""
+	if sel != (consumer.Selector{}) {
+		picked, selected = []consumer.Selector{sel}, describe(sel)
 	}
-	sum, err := c.stores.Letters.Redrive(r.Context(), ids, dryRun)
-	c.logger.InfoContext(r.Context(), "dead letters redriven", "operator", s.Operator, "event_id", eventID,
+	sum, err := c.stores.Letters.Redrive(r.Context(), picked, dryRun)
+	c.logger.InfoContext(r.Context(), "dead letters redriven", "operator", s.Operator, "selected", selected,
 		"dry_run", dryRun, "summary", sum.String(), "err", errString(err))
 	if err != nil {
 		c.failed(w, r, s, "redriving the dead letters ("+sum.String()+")", err)
 		return
 	}
-	c.showLetters(w, r, s, &redriveResult{EventID: eventID, DryRun: dryRun, Summary: sum})
+	c.showLetters(w, r, s, &redriveResult{Selected: selected, DryRun: dryRun, Summary: sum})
+}
+
+// selectorOf reads the redrive form: a letter ID, or a tenant, a kind and an
+// eventId (with a CloudEvent's source); nothing at all for every letter.
+func selectorOf(r *http.Request) (consumer.Selector, error) {
+	field := func(name string) string { return strings.TrimSpace(r.PostFormValue(name)) }
+	sel := consumer.Selector{ID: field("id"), Tenant: field("tenant"), Kind: field("kind"), EventID: field("event_id"), Source: field("source")}
+	for _, v := range []string{sel.ID, sel.Tenant, sel.Kind, sel.EventID, sel.Source} {
+		if len(v) > maxField {
+			return consumer.Selector{}, fmt.Errorf("a field of the form has at most %d characters", maxField)
+		}
+	}
+	if sel == (consumer.Selector{}) {
+		return sel, nil
+	}
+	if err := sel.Check(); err != nil {
+		return consumer.Selector{}, fmt.Errorf("%w (or leave every field empty for every letter)", err)
+	}
+	return sel, nil
+}
+
+// describe names what a selector picks, for the page and the log.
+func describe(sel consumer.Selector) string {
+	if sel.ID != "" {
+		return "letter " + cut(sel.ID)
+	}
+	s := fmt.Sprintf("tenant %s, kind %s, eventId %s", cut(sel.Tenant), cut(sel.Kind), cut(sel.EventID))
+	if sel.Source != "" {
+		s += ", source " + cut(sel.Source)
+	}
+	return s
+}
+
+// cut shortens what a letter says to maxCut characters for a list: a hostile
+// producer can say ten kilobytes in an id. The letter's own page shows it whole.
+func cut(s string) string {
+	if r := []rune(s); len(r) > maxCut {
+		return string(r[:maxCut]) + "…"
+	}
+	return s
 }
 
 func errString(err error) string {

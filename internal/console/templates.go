@@ -11,9 +11,9 @@ const layout = `{{define "layout"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}} · orderflow console</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
-table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 nav a{margin-right:1rem}.error{color:#a00}.notice{color:#060}form.inline{display:inline}
-pre{background:#f6f6f6;padding:.5rem;overflow:auto}
+pre{background:#f6f6f6;padding:.5rem;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 </style></head><body>
 {{if .CSRF}}<nav><a href="/orders">Orders</a><a href="/orders?status=PAYMENT_PENDING">Stuck payments</a><a href="/dlq">Dead letters</a><a href="/findings">Findings</a>
 <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="{{.CSRF}}"><button>Log out</button></form></nav>{{end}}
@@ -50,17 +50,28 @@ const orderPage = `{{define "content"}}{{with .Data}}{{with .Order}}<table id="o
 <p>The events the order published are on the events topic, keyed by its workflow ID; PostgreSQL does not record them.</p>
 {{if .Findings}}<p><a href="/findings">Acknowledge its open findings</a></p>{{end}}{{end}}{{end}}`
 
-const lettersPage = `{{define "content"}}{{with .Data}}{{with .Summary}}<p class="notice" id="summary">{{if .DryRun}}Dry run, nothing written: {{end}}{{if .EventID}}eventId {{.EventID}}: {{end}}{{.Summary}}</p>{{end}}
+// The list cuts what a letter says (cut): a hostile producer can put ten
+// kilobytes in an id. The letter's own page shows it whole.
+const lettersPage = `{{define "content"}}{{with .Data}}{{with .Summary}}<p class="notice" id="summary">{{if .DryRun}}Dry run, nothing written: {{end}}{{if .Selected}}{{.Selected}}: {{end}}{{.Summary}}</p>{{end}}
 <form method="post" action="/dlq/redrive"><input type="hidden" name="csrf" value="{{$.CSRF}}">
-<label>eventId (empty: every letter) <input name="event_id" maxlength="256"></label>
+<p>Leave every field empty to redrive every letter. An eventId is a tenant's and a kind's: give all three, or a letter's ID.</p>
+<label>Tenant <input name="tenant" maxlength="64"></label>
+<label>Kind <input name="kind" maxlength="64"></label>
+<label>eventId or CloudEvent id <input name="event_id" maxlength="1024"></label>
+<label>CloudEvent source <input name="source" maxlength="1024"></label>
+<label>or letter ID <input name="id" maxlength="64"></label>
 <label><input type="checkbox" name="dry_run" value="1"> dry run</label> <button>Redrive</button></form>
-<table id="letters"><tr><th>Letter</th><th>Dead-lettered</th><th>From</th><th>Group</th><th>Bytes</th><th>Error</th></tr>
-{{range .Letters}}<tr><td><a href="/dlq/{{.Partition}}:{{.Offset}}">{{.Partition}}:{{.Offset}}</a></td><td>{{stamp .Time}}</td><td>{{.FromTopic}}/{{.FromPartition}}@{{.FromOffset}}</td><td>{{dash .Group}}</td><td>{{.Bytes}}{{if not .Whole}} (cut){{end}}</td><td>{{.Error}}</td></tr>
-{{else}}<tr><td colspan="6">No dead letters.</td></tr>{{end}}</table>
+<table id="letters"><tr><th>Letter</th><th>Tenant</th><th>Kind</th><th>Event</th><th>Dead-lettered</th><th>From</th><th>Group</th><th>Bytes</th><th>Error</th></tr>
+{{range .Letters}}<tr><td><a href="/dlq/{{.Partition}}:{{.Offset}}">{{.Partition}}:{{.Offset}}</a></td><td>{{dash (cut .Identity.Tenant)}}</td><td>{{dash .Identity.Kind}}</td>
+<td>{{dash (cut .Identity.EventID)}}{{with .Identity.Source}} of {{cut .}}{{end}}</td><td>{{stamp .Time}}</td><td>{{cut .FromTopic}}/{{.FromPartition}}@{{.FromOffset}}</td><td>{{dash (cut .Group)}}</td><td>{{.Bytes}}{{if not .Whole}} (cut){{end}}</td><td>{{cut .Error}}</td></tr>
+{{else}}<tr><td colspan="9">No dead letters.</td></tr>{{end}}</table>
 {{if .More}}<p>Only the first {{len .Letters}} are listed.</p>{{end}}{{end}}{{end}}`
 
 const letterPage = `{{define "content"}}{{with .Data}}<p>Showing a letter is logged with your token's digest. Card tokens and secrets are redacted.</p>
-<table id="letter"><tr><th>Dead-lettered</th><td>{{stamp .Info.Time}}</td></tr>
+<table id="letter"><tr><th>Letter ID</th><td>{{.Info.Identity.ID}}</td></tr>
+<tr><th>Tenant</th><td>{{dash .Info.Identity.Tenant}}</td></tr><tr><th>Kind</th><td>{{dash .Info.Identity.Kind}}</td></tr>
+<tr><th>Event</th><td id="event">{{dash .Info.Identity.EventID}}</td></tr>{{with .Info.Identity.Source}}<tr><th>Source</th><td>{{.}}</td></tr>{{end}}
+<tr><th>Dead-lettered</th><td>{{stamp .Info.Time}}</td></tr>
 <tr><th>From</th><td>{{.Info.FromTopic}}/{{.Info.FromPartition}}@{{.Info.FromOffset}} (group {{dash .Info.Group}})</td></tr>
 <tr><th>Error</th><td>{{.Info.Error}}</td></tr><tr><th>Key</th><td>{{dash .Key}}</td></tr>
 {{range .Headers}}<tr><th>Header {{.Key}}</th><td>{{printf "%s" .Value}}</td></tr>{{end}}</table>
@@ -76,7 +87,7 @@ const findingsPage = `{{define "content"}}{{with .Data}}<table id="findings"><tr
 
 // parsePages parses each page with the layout.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"stamp": stamp, "dash": dash, "money": money}
+	funcs := template.FuncMap{"stamp": stamp, "dash": dash, "money": money, "cut": cut}
 	pages := map[string]string{"login": loginPage, "error": errorPage, "orders": ordersPage, "order": orderPage,
 		"letters": lettersPage, "letter": letterPage, "findings": findingsPage}
 	out := make(map[string]*template.Template, len(pages))

@@ -126,3 +126,46 @@ func collectAcks(rows pgx.Rows) ([]Ack, error) {
 	}
 	return acks, nil
 }
+
+// Reopening is a Store whose Record reopens an acknowledged finding that a
+// later pass failed to repair: its acknowledgement is cleared and it holds the
+// new failure, counted as a new finding. An acknowledgement says a person saw
+// what was done then; a repair failing afterwards is news to them. The
+// reconciler records through it.
+type Reopening struct{ *Store }
+
+// Record stores f as Store.Record does, except that a failure of an
+// acknowledged finding reopens it (true: it is open again).
+func (s Reopening) Record(ctx context.Context, f Finding) (bool, error) {
+	if f.Action != ActionFailed {
+		return s.Store.Record(ctx, f)
+	}
+	reopened, err := s.reopen(ctx, f)
+	if err != nil || reopened {
+		return reopened, err
+	}
+	return s.Store.Record(ctx, f)
+}
+
+// reopen clears the acknowledgement of f's discrepancy, if it has one, and
+// stores f's failure in its row; false when no acknowledged row holds it.
+func (s Reopening) reopen(ctx context.Context, f Finding) (bool, error) {
+	q := `UPDATE reconcile_findings SET action = $2, amount = $3, detail = $4, found_at = now(),
+		acknowledged_at = NULL, acknowledged_by = NULL, ack_note = NULL
+		WHERE kind = $1 AND acknowledged_at IS NOT NULL`
+	args := []any{f.Kind, f.Action, f.Amount, f.Detail}
+	// = and IS NULL, not IS NOT DISTINCT FROM: the unique index answers these.
+	for _, c := range []struct{ column, value string }{{"provider_id", f.ProviderID}, {"order_id", f.OrderID}} {
+		if c.value == "" {
+			q += ` AND ` + c.column + ` IS NULL`
+			continue
+		}
+		args = append(args, c.value)
+		q += ` AND ` + c.column + ` = $` + strconv.Itoa(len(args))
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("reopen %s finding: %w", f.Kind, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
