@@ -27,8 +27,10 @@ import (
 func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
 	reg := base.Registry
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)
+	// The API's reads share the workers' budget: each order's in its tenant's
+	// share, with its weight; webhooks in a lane of their own (weight 1).
 	intents := provider.New(c.Payments, provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg),
-		provider.AccountPace(fleetrate.New(base.Pool), c.Payments), nil))
+		provider.AccountPace(fleetrate.New(base.Pool), c.Payments), c.Fairness.Weight))
 	var hooks http.Handler
 	if len(c.WebhookSecrets) > 0 {
 		store := webhooks.NewStore(base.Pool)

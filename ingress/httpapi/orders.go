@@ -20,6 +20,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/provider"
 )
 
 type api struct {
@@ -143,7 +144,10 @@ func (a *api) getOrder(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, *p)
 		return
 	}
-	view, err := a.Intake.Get(r.Context(), tenantOf(r.Context()), id)
+	tenant := tenantOf(r.Context())
+	// The order's next action is read from the provider within its tenant's
+	// share of the budget, so one tenant's polling waits on its own share.
+	view, err := a.Intake.Get(provider.WithTenant(r.Context(), tenant), tenant, id)
 	a.writeOrder(w, r, view, err)
 }
 

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/orderflow/orderflow/internal/provider"
 )
 
 // Unsigned bodies are read MaxReading at a time: a sender that holds its body
@@ -75,4 +79,28 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// An event's intent is read in the webhooks' own lane of the provider budget,
+// never as a tenant's request or an untenanted one, whichever tenant's request
+// the event arrived beside.
+func TestWebhookReadsIntentInItsOwnLane(t *testing.T) {
+	intents := &laneIntents{}
+	h := &Handler{Deps: Deps{Intents: intents}}
+	ev := stripe.Event{Data: &stripe.EventData{Object: map[string]any{"object": "payment_intent", "id": "pi_123"}}}
+	_, outcome, err := h.handle(provider.WithTenant(context.Background(), "acme"), ev)
+	if err != nil || outcome != UnknownIntent {
+		t.Fatalf("handle: %q, %v; want %q", outcome, err, UnknownIntent)
+	}
+	if len(intents.lanes) != 1 || intents.lanes[0] != provider.Webhooks {
+		t.Fatalf("the intent was read in lanes %q, want once in %q", intents.lanes, provider.Webhooks)
+	}
+}
+
+// laneIntents records the budget lane of each read, and knows no intent.
+type laneIntents struct{ lanes []string }
+
+func (l *laneIntents) RetrieveIntent(ctx context.Context, _ string) (provider.Intent, error) {
+	l.lanes = append(l.lanes, provider.TenantOf(ctx))
+	return provider.Intent{}, &provider.Error{StatusCode: http.StatusNotFound}
 }

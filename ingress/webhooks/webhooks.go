@@ -250,7 +250,7 @@ func (h *Handler) handle(ctx context.Context, ev stripe.Event) (string, Outcome,
 	if !intentID.MatchString(id) {
 		return "", Ignored, nil
 	}
-	pi, err := h.Intents.RetrieveIntent(ctx, id)
+	pi, err := h.Intents.RetrieveIntent(provider.WithTenant(ctx, provider.Webhooks), id) // their own lane of the budget
 	var perr *provider.Error
 	switch {
 	case errors.As(err, &perr) && perr.StatusCode == http.StatusNotFound:

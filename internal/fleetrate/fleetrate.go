@@ -177,15 +177,29 @@ func (r *Rates) Shared(name string, l Limit, horizon time.Duration) *Shared {
 	return &Shared{rates: r, name: name, limit: l, horizon: horizon, shares: map[string]cachedShare{}}
 }
 
-// Wait waits for the budget's next request of tenant's.
+// Wait waits for the budget's next request of tenant's: a turn of the tenant's
+// row, then one of the budget's.
 func (s *Shared) Wait(ctx context.Context, tenant string, weight float64) error {
+	if err := s.WaitTenant(ctx, tenant, weight); err != nil {
+		return err
+	}
+	return s.WaitAccount(ctx)
+}
+
+// WaitTenant waits for the next turn of tenant's own row, at its share of the
+// budget by weight. A caller waits on several tenants' rows side by side, so
+// one tenant's slow row holds up no other tenant.
+func (s *Shared) WaitTenant(ctx context.Context, tenant string, weight float64) error {
 	share, err := s.share(ctx, tenant, weight)
 	if err != nil {
 		return err
 	}
-	if err := s.rates.Wait(ctx, Tenant(s.name, tenant), share, s.horizon); err != nil {
-		return err
-	}
+	return s.rates.Wait(ctx, Tenant(s.name, tenant), share, s.horizon)
+}
+
+// WaitAccount waits for the next turn of the budget's own row, which holds the
+// whole whoever's request it is.
+func (s *Shared) WaitAccount(ctx context.Context) error {
 	return s.rates.Wait(ctx, s.name, s.limit, s.horizon)
 }
 

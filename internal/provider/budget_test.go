@@ -18,7 +18,7 @@ type recorder struct {
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
-	r.served = append(r.served, tenantOf(req.Context()))
+	r.served = append(r.served, TenantOf(req.Context()))
 	r.mu.Unlock()
 	return httptest.NewRecorder().Result(), nil
 }

@@ -37,12 +37,11 @@ func newFleetPace(rate float64) *fleetPace {
 	return &fleetPace{rate: rate, horizon: time.Second, rows: map[string]*row{}, seen: map[string]seen{}}
 }
 
-func (f *fleetPace) Wait(ctx context.Context, tenant string, weight float64) error {
-	if err := f.wait(ctx, "tenant:"+tenant, f.share(tenant, weight)); err != nil {
-		return err
-	}
-	return f.wait(ctx, "", f.rate)
+func (f *fleetPace) WaitTenant(ctx context.Context, tenant string, weight float64) error {
+	return f.wait(ctx, "tenant:"+tenant, f.share(tenant, weight))
 }
+
+func (f *fleetPace) WaitAccount(ctx context.Context) error { return f.wait(ctx, "", f.rate) }
 
 func (f *fleetPace) share(tenant string, weight float64) float64 {
 	f.mu.Lock()
@@ -117,7 +116,7 @@ func TestFleetBudgetFollowsTheWeights(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 				mu.Lock()
 				if counting {
-					served[tenantOf(r.Context())]++
+					served[TenantOf(r.Context())]++
 				}
 				mu.Unlock()
 				return httptest.NewRecorder().Result(), nil
