@@ -25,6 +25,9 @@ const (
 	EventOrderRefunded          = "OrderRefunded"
 	EventOrderDisputed          = "OrderDisputed"
 	EventOrderDisputeWon        = "OrderDisputeWon"
+	// EventOrderRefundReversed: a refund the provider failed after it succeeded
+	// gave its share back; the order is PAID or PARTIALLY_REFUNDED again.
+	EventOrderRefundReversed = "OrderRefundReversed"
 	// A refund request's end: refunded, or refused for good.
 	EventRefundSucceeded = "RefundSucceeded"
 	EventRefundFailed    = "RefundFailed"
@@ -35,7 +38,7 @@ const (
 func EventTypes() []string {
 	return []string{EventOrderPaid, EventOrderPaymentDeclined, EventOrderCancelled, EventOrderFailed,
 		EventOrderPartiallyRefunded, EventOrderRefunded, EventOrderDisputed, EventOrderDisputeWon,
-		EventRefundSucceeded, EventRefundFailed}
+		EventOrderRefundReversed, EventRefundSucceeded, EventRefundFailed}
 }
 
 // CloudEvents attributes of every event, in binary mode (Kafka protocol binding):
@@ -100,7 +103,7 @@ type Event struct {
 // Publish writes the event keyed by order ID, so one order's events stay in order.
 func (a *Events) Publish(ctx context.Context, e Event) error {
 	e.EventID = order.EventID(e.WorkflowID, e.Type)
-	if e.AmountRefunded > 0 && e.Type == EventOrderPartiallyRefunded {
+	if e.Type == EventOrderPartiallyRefunded && e.AmountRefunded > 0 || e.Type == EventOrderRefundReversed {
 		e.EventID = order.EventID(e.WorkflowID, e.Type+":"+strconv.FormatInt(e.AmountRefunded, 10))
 	}
 	value, err := json.Marshal(e)

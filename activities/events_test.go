@@ -33,6 +33,7 @@ var published = map[string]Event{
 	EventOrderRefunded:          {Status: order.StatusRefunded, PaymentRef: "pi_1", AmountRefunded: 500},
 	EventOrderDisputed:          {Status: order.StatusDisputed, PaymentRef: "pi_1"},
 	EventOrderDisputeWon:        {Status: order.StatusPaid, PaymentRef: "pi_1"},
+	EventOrderRefundReversed:    {Status: order.StatusPartiallyRefunded, PaymentRef: "pi_1", AmountRefunded: 200},
 	EventRefundSucceeded:        {PaymentRef: "pi_1", RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", RefundAmount: 200},
 	EventRefundFailed:           {PaymentRef: "pi_1", RefundID: "rfd_abcdefghijklmnopqrstuvwxyz", RefundAmount: 900, Reason: "amount_exceeds_refundable: 300 left"},
 }

@@ -255,22 +255,27 @@ type RefundIntentInput struct {
 	IntentID string
 }
 
+// ErrRefundsInFlight is the retryable error of RefundIntent while a refund
+// request's reservation has not reached the provider: a reservation is not money,
+// so the order's own refund waits to weigh what the request's refund becomes.
+const ErrRefundsInFlight = "RefundsInFlight"
+
 // RefundIntent refunds what the order's intent charged and is not yet refunded,
 // never more. Its refunds are read first (a consistent list, not search): one of
-// ours, under any generation's key, means done; anyone else's is subtracted, and
-// recorded in the ledger unless a refund request made it (its own key's row
-// records it). Then, under the order's refund lock, which refund requests' reservations
-// take too, the reservations the provider does not show yet are subtracted and
-// the ledger row opened: a request reserving after it finds the order being
-// refunded in full. The amount is the one first recorded for Key, so every
-// attempt sends the same request.
+// ours, under any generation's key, means done; anyone else's that gives money
+// back is subtracted, and recorded in the ledger unless a refund request made it
+// (its own key's row records it). Then, under the order's refund lock, which
+// refund requests' reservations take too: while a request's reservation has
+// nothing at the provider, the activity waits (ErrRefundsInFlight, retried) and
+// sends nothing; once none has, the ledger row of what is left is opened, and a
+// request reserving after it finds the order being refunded in full. The amount
+// is the one first recorded for Key, so every attempt sends the same request.
 func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (RefundResult, error) {
 	refunds, err := a.provider.IntentRefunds(ctx, in.IntentID)
 	if err != nil {
 		return RefundResult{}, a.lookupFailed(err)
 	}
 	left := in.Amount
-	seen := map[string]bool{} // the refund requests the provider shows
 	for _, re := range refunds {
 		if !active(re) {
 			continue
@@ -281,8 +286,7 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 			return RefundResult{Key: key, RefundID: re.ID}, a.ledger.Settle(ctx, key, ledger.Succeeded, re.ID)
 		}
 		left -= re.Amount
-		if req := re.Metadata[refundRequestField]; req != "" {
-			seen[req] = true
+		if re.Metadata[refundRequestField] != "" {
 			continue
 		}
 		if err := a.ledger.RecordRefundByOthers(ctx, in.OrderID, in.IntentID, re.ID, re.Amount, in.Currency); err != nil {
@@ -290,12 +294,18 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 		}
 	}
 	var e ledger.Entry
+	inFlight := 0
 	err = a.refunds.LockOrder(ctx, in.OrderID, func(tx pgx.Tx) error {
-		e, err = a.openOwnRefund(ctx, tx, in, left, seen)
+		e, inFlight, err = a.openOwnRefund(ctx, tx, in, left, landed(refunds))
 		return err
 	})
-	if err != nil || e.Amount <= 0 {
-		return RefundResult{Key: in.Key}, err // refunded in full by others: nothing is left to give back
+	switch {
+	case err != nil:
+		return RefundResult{}, err
+	case inFlight > 0:
+		return RefundResult{}, temporal.NewApplicationError(fmt.Sprintf("%d refund requests of order %s are not at the provider yet", inFlight, in.OrderID), ErrRefundsInFlight)
+	case e.Amount <= 0:
+		return RefundResult{Key: in.Key}, nil // refunded in full by others: nothing is left to give back
 	}
 	stop := Heartbeat(ctx)
 	re, err := a.provider.RefundIntent(ctx, in.Key, in.IntentID, e.Amount,
@@ -307,29 +317,33 @@ func (a *Payments) RefundIntent(ctx context.Context, in RefundIntentInput) (Refu
 	return RefundResult{Key: in.Key, RefundID: re.ID}, a.ledger.Settle(ctx, in.Key, ledger.Succeeded, re.ID)
 }
 
-// openOwnRefund subtracts from left the refund requests' reservations that are
-// not among the provider's refunds seen, and opens the ledger row of what is left
-// (an Entry of amount 0 when nothing is), in tx, which holds the order's refund
-// lock.
-func (a *Payments) openOwnRefund(ctx context.Context, tx pgx.Tx, in RefundIntentInput, left int64, seen map[string]bool) (ledger.Entry, error) {
+// openOwnRefund counts the refund requests' reservations that have nothing at
+// the provider yet (atProvider, by request: see landed); when there are none, it
+// opens the ledger row of left (an Entry of amount 0 when nothing is left), in
+// tx, which holds the order's refund lock. The provider's refunds of requests
+// were subtracted from left already; a reservation whose refund failed is not
+// money and is not subtracted.
+func (a *Payments) openOwnRefund(ctx context.Context, tx pgx.Tx, in RefundIntentInput, left int64, atProvider map[string]bool) (ledger.Entry, int, error) {
 	orders, err := orderstore.New(tx).Standings(ctx, []string{in.OrderID})
 	if err != nil {
-		return ledger.Entry{}, err
+		return ledger.Entry{}, 0, err
 	}
 	reserved, err := refundstore.On(tx).Reserved(ctx, orders[in.OrderID].Tenant, in.OrderID)
 	if err != nil {
-		return ledger.Entry{}, err
+		return ledger.Entry{}, 0, err
 	}
+	inFlight := 0
 	for _, r := range reserved {
-		if r.Holds() && !seen[r.ID] {
-			left -= r.Amount
+		if _, seen := atProvider[r.ID]; r.Holds() && !seen {
+			inFlight++
 		}
 	}
-	if left <= 0 {
-		return ledger.Entry{}, nil
+	if inFlight > 0 || left <= 0 {
+		return ledger.Entry{}, inFlight, nil
 	}
 	p := ledger.Payment{Key: in.Key, Kind: ledger.Refund, OrderID: in.OrderID, Amount: left, Currency: in.Currency, IntentID: in.IntentID}
-	return ledger.On(tx).Open(ctx, p, nil)
+	e, err := ledger.On(tx).Open(ctx, p, nil)
+	return e, 0, err
 }
 
 // refundKeyField is the refund metadata that marks orderflow's refunds, with the

@@ -162,21 +162,45 @@ func refundable(s order.Status) bool {
 // active reports the provider's refunds that give money back: made, or on their way.
 func active(re provider.Refund) bool { return re.Status == "succeeded" || re.Status == "pending" }
 
+// landed is what the provider shows of each refund request's refunds, by the
+// request's ID: true when one of them gives money back, false when all of them
+// ended without money moving (failed or canceled, even after they succeeded).
+// A request that is not a key of it has nothing at the provider yet.
+func landed(refunds []provider.Refund) map[string]bool {
+	out := map[string]bool{}
+	for _, re := range refunds {
+		if req := re.Metadata[refundRequestField]; req != "" {
+			out[req] = out[req] || active(re)
+		}
+	}
+	return out
+}
+
+// holding reports whether a request's row still holds part of its order's
+// charge, as the provider shows it: reserved and not ended, unless the provider
+// shows that its refund failed (the row is settled FAILED by the follow).
+func holding(r refundstore.Row, atProvider map[string]bool) bool {
+	moved, seen := atProvider[r.ID]
+	return r.Holds() && (moved || !seen)
+}
+
 // leftToRefund is what is left of a charge of amount for the refund request self:
 // less each refund at the provider that no reservation explains (the order's
 // cancel's, a dashboard's, a request's whose row holds nothing), less every other
-// request's reservation, whether or not the provider shows it yet.
+// request's reservation that may still become money, whether or not the provider
+// shows it yet. A reservation whose refund the provider failed counts for nothing.
 func leftToRefund(amount int64, atProvider []provider.Refund, reserved []refundstore.Row, self string) int64 {
 	left := amount
-	holding := map[string]bool{self: true}
+	states := landed(atProvider)
+	holds := map[string]bool{self: true}
 	for _, r := range reserved {
-		if r.ID != self && r.Holds() {
+		if r.ID != self && holding(r, states) {
 			left -= r.Amount
-			holding[r.ID] = true
+			holds[r.ID] = true
 		}
 	}
 	for _, re := range atProvider {
-		if active(re) && !holding[re.Metadata[refundRequestField]] {
+		if active(re) && !holds[re.Metadata[refundRequestField]] {
 			left -= re.Amount
 		}
 	}

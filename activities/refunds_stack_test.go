@@ -182,10 +182,11 @@ func TestConcurrentRefundsNeverReserveMoreThanTheCharge(t *testing.T) {
 	}
 }
 
-// The order's cancel and its refund requests share one budget: the cancel
-// refunds what neither a dashboard's refund nor a reserved request (not sent
-// yet) takes, the request then goes through, and a request after the cancel
-// finds the order being refunded in full.
+// The order's cancel and its refund requests share one budget, and a
+// reservation is not money: while a request is reserved and not at the provider,
+// the cancel waits (ErrRefundsInFlight) and sends nothing; once the request's
+// refund landed, the cancel refunds what neither it nor a dashboard's refund
+// took, and a request after the cancel finds the order being refunded in full.
 func TestCancelRefundsWhatRequestsLeave(t *testing.T) {
 	p := newPaidOrder(t, 1299)
 	ctx := context.Background()
@@ -198,14 +199,18 @@ func TestCancelRefundsWhatRequestsLeave(t *testing.T) {
 	}
 	cancel := activities.RefundIntentInput{IntentID: p.intent, Step: activities.Step{WorkflowID: p.o.WorkflowID, OrderID: p.o.ID,
 		Amount: p.o.Amount, Currency: "USD", Key: order.PaymentKey(p.o.WorkflowID, "refund", 0)}}
-	if res, err := p.pay.RefundIntent(ctx, cancel); err != nil || res.RefundID == "" {
-		t.Fatalf("cancel's refund: %+v, %v", res, err)
+	var app *temporal.ApplicationError
+	if _, err := p.pay.RefundIntent(ctx, cancel); !errors.As(err, &app) || app.Type() != activities.ErrRefundsInFlight || app.NonRetryable() {
+		t.Fatalf("the cancel beside a reservation not sent: %v, want a retryable %s", err, activities.ErrRefundsInFlight)
 	}
-	if got := p.refunded(); got != 1299-500 {
-		t.Fatalf("refunded %d, want the dashboard's 100 and the cancel's 699", got)
+	if got := p.refunded(); got != 100 {
+		t.Fatalf("refunded %d before the request's refund landed, want the dashboard's 100 only", got)
 	}
 	if res, err := p.send(t, r, 0); err != nil || res.Status != refund.StatusSucceeded {
 		t.Fatalf("the reserved request: %+v, %v", res, err)
+	}
+	if res, err := p.pay.RefundIntent(ctx, cancel); err != nil || res.RefundID == "" {
+		t.Fatalf("cancel's refund: %+v, %v", res, err)
 	}
 	late, err := p.pay.ReserveRefund(ctx, p.request(t, 1))
 	if err != nil || late.Status != refund.StatusFailed || !strings.HasPrefix(late.Failure, activities.FailureNotRefundable) {

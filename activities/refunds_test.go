@@ -47,6 +47,21 @@ func TestLeftToRefundCountsEachRefundOnce(t *testing.T) {
 	}
 }
 
+// A reservation whose refund the provider failed (after it succeeded, or while
+// pending) is not money: it counts for nothing, before and after its row is
+// settled FAILED.
+func TestLeftToRefundSkipsARefundTheProviderFailed(t *testing.T) {
+	reserved := []refundstore.Row{
+		row("rfd_a", refund.StatusSucceeded, 400, "k_a"), // failed at the provider since
+		row("rfd_b", refund.StatusPending, 200, "k_b"),   // not at the provider yet
+		row("rfd_self", refund.StatusPending, 0, ""),
+	}
+	refunds := []provider.Refund{atProvider(400, "failed", "rfd_a")}
+	if got, want := leftToRefund(1299, refunds, reserved, "rfd_self"), int64(1299-200); got != want {
+		t.Fatalf("left = %d, want %d", got, want)
+	}
+}
+
 // An open refund key of the order that none of its requests sent is the order's
 // own refund: its cancel's, which gives back all that is left.
 func TestOwnRefundIsAKeyNoRequestSent(t *testing.T) {

@@ -48,7 +48,7 @@ func (r *rig) newReconciler() *reconcile.Reconciler {
 	pay := provider.New(provider.Config{URL: r.SimURL, Timeout: 30 * time.Second}, nil)
 	dc, _ := payloadcodec.Converters(r.Codec)
 	return reconcile.New(worker.NewEngine(r.Temporal, dc, r.Env["TEMPORAL_NAMESPACE"], r.Queue, fairness.Weights{}, workflows.Policy{LookupDelay: time.Second, CancelWindow: r.cancelWindow()}),
-		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), reconcile.NewStore(r.Pool),
+		pay, stacktest.TenantOrders{Store: orderstore.New(r.Pool), Tenant: r.tenant}, ledger.New(r.Pool), stacktest.TenantRequests{Store: reconcile.NewStore(r.Pool), Tenant: r.tenant},
 		reconcile.NewMetrics(prometheus.NewRegistry()),
 		reconcile.Options{Grace: reconcileEvery, Overlap: 10 * time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
 }

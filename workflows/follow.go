@@ -59,8 +59,10 @@ var eventOf = map[order.Status]string{
 
 // FollowPayment moves a paid order to what the provider holds of its payment
 // (refunds and disputes made elsewhere) and, when it moved, publishes the event of
-// its new status. The webhooks of refunds and disputes start it, and so does the
-// reconciler for what it finds.
+// its new status. A refund request whose refund the provider failed later
+// publishes RefundFailed, and the order that moved back OrderRefundReversed. The
+// webhooks of refunds and disputes start it, and so does the reconciler for what
+// it finds.
 func FollowPayment(ctx workflow.Context, in FollowOrder) (activities.FollowResult, error) {
 	var p *activities.Payments
 	var ev *activities.Events
@@ -70,16 +72,30 @@ func FollowPayment(ctx workflow.Context, in FollowOrder) (activities.FollowResul
 	o := in.Order
 	var res activities.FollowResult
 	err := workflow.ExecuteActivity(read, p.FollowPayment, activities.FollowInput{
-		OrderID: o.ID, IntentID: in.IntentID, Amount: o.Amount, Currency: o.Currency,
+		OrderID: o.ID, Tenant: o.Tenant, IntentID: in.IntentID, Amount: o.Amount, Currency: o.Currency,
 	}).Get(ctx, &res)
-	if err != nil || !res.Changed {
+	if err != nil {
 		return res, err
 	}
 	publish := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 15 * time.Second, HeartbeatTimeout: 5 * time.Second, RetryPolicy: retryForever(30 * time.Second),
 	})
+	for _, rv := range res.Reversed {
+		e := activities.Event{Type: activities.EventRefundFailed, OrderID: o.ID, Tenant: o.Tenant, WorkflowID: rv.WorkflowID,
+			Amount: o.Amount, Currency: o.Currency, PaymentRef: in.IntentID, Reason: rv.Failure,
+			RefundID: rv.RefundID, RefundAmount: rv.Amount, OccurredAt: workflow.Now(ctx).UTC()}
+		if err := workflow.ExecuteActivity(publish, ev.Publish, e).Get(ctx, nil); err != nil {
+			return res, err
+		}
+	}
+	if !res.Changed {
+		return res, nil
+	}
 	e := activities.Event{Type: eventOf[res.Status], OrderID: o.ID, Tenant: o.Tenant, WorkflowID: o.WorkflowID,
 		Status: res.Status, Amount: o.Amount, Currency: o.Currency, PaymentRef: in.IntentID,
 		AmountRefunded: res.Refunded, OccurredAt: workflow.Now(ctx).UTC()}
+	if len(res.Reversed) > 0 {
+		e.Type = activities.EventOrderRefundReversed
+	}
 	return res, workflow.ExecuteActivity(publish, ev.Publish, e).Get(ctx, nil)
 }

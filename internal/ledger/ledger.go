@@ -26,6 +26,9 @@ const (
 	Rejected  Status = "rejected"  // the provider refused the request for good
 	Unknown   Status = "unknown"   // the provider replays a saved 5xx: only a lookup can tell
 	Absent    Status = "absent"    // the intent, or a lookup, shows this key did nothing
+	// Reversed: a refund the provider failed after it succeeded (or while it was
+	// pending): no money moved in the end. Only a refund's row becomes reversed.
+	Reversed Status = "reversed"
 )
 
 // Kind is what a payment does.
@@ -143,6 +146,21 @@ func (s *Store) Settle(ctx context.Context, key string, status Status, providerI
 		return fmt.Errorf("record payment %s as %s: %w", key, status, err)
 	}
 	return nil
+}
+
+// Reverse records that the provider failed its refund providerRefundID after it
+// succeeded or while it was pending: every row of that refund (a request's key,
+// the order's own, others' provider:...) nets nothing from then on. True when a
+// row of the order's changed.
+func (s *Store) Reverse(ctx context.Context, orderID, providerRefundID string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `
+		UPDATE payments SET status = $3, updated_at = now()
+		WHERE order_id = $1 AND provider_id = $2 AND kind = $4 AND status IN ($5, $6, $7)`,
+		orderID, providerRefundID, Reversed, Refund, Succeeded, Pending, Unknown)
+	if err != nil {
+		return false, fmt.Errorf("record refund %s as reversed: %w", providerRefundID, err)
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 // SettleIntentCharge records that the confirm made with key found its intent

@@ -46,9 +46,12 @@ var transitions = map[Status][]Status{
 	StatusPaid: {StatusCancelled, StatusFailed, StatusPartiallyRefunded, StatusRefunded, StatusDisputed},
 	// A cancel in the window refunds what is left; a dispute closes won (back to
 	// where it was) or lost (REFUNDED).
-	StatusPartiallyRefunded: {StatusRefunded, StatusDisputed, StatusCancelled, StatusFailed},
+	// A refund the provider fails later (even after it succeeded) gives its share
+	// back: the order moves back to what is left refunded.
+	StatusPartiallyRefunded: {StatusPaid, StatusRefunded, StatusDisputed, StatusCancelled, StatusFailed},
 	StatusDisputed:          {StatusPaid, StatusPartiallyRefunded, StatusRefunded},
-	StatusRefunded:          {StatusCancelled, StatusFailed}, // a cancel then refunds nothing
+	// A cancel then refunds nothing, unless a refund failed meanwhile.
+	StatusRefunded: {StatusPaid, StatusPartiallyRefunded, StatusCancelled, StatusFailed},
 }
 
 // BeforePayment returns the statuses of an order whose payment has not settled:

@@ -69,7 +69,7 @@ func TestARebuiltOrderAndItsFindingAreWrittenTogether(t *testing.T) {
 		_, _ = pool.Exec(ctx, `DROP FUNCTION IF EXISTS `+refuse+`()`)
 	})
 	eng := &remembers{k: reconcile.Known{Order: o, Status: order.StatusPaid, IntentID: in.ID}}
-	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), reconcile.NewStore(pool),
+	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), stacktest.TenantRequests{Store: reconcile.NewStore(pool), Tenant: tenant},
 		reconcile.NewMetrics(prometheus.NewRegistry()), reconcile.Options{Grace: time.Minute, Overlap: time.Hour, FirstLookback: time.Hour, RefundOrphans: true})
 	count := func(sql string) int {
 		t.Helper()

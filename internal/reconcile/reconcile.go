@@ -274,7 +274,7 @@ func (r *Reconciler) Pass(ctx context.Context) (Report, error) {
 
 func (r *Reconciler) runPass(ctx context.Context) (Report, error) {
 	p := &pass{start: time.Now()}
-	engineErr := r.engineSide(ctx, p)
+	engineErr := errors.Join(r.engineSide(ctx, p), r.requestsSide(ctx, p))
 	if err := r.providerSides(ctx, p); err != nil {
 		return p.rep, errors.Join(engineErr, err)
 	}

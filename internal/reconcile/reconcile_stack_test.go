@@ -78,7 +78,7 @@ func TestPassOverTenThousandOrdersReadsListsNotOrders(t *testing.T) {
 	requests := &counted{}
 	pay := provider.New(provider.Config{URL: srv.URL, Timeout: 10 * time.Second}, requests)
 	eng := &engine{}
-	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), reconcile.NewStore(pool),
+	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), stacktest.TenantRequests{Store: reconcile.NewStore(pool), Tenant: tenant},
 		reconcile.NewMetrics(prometheus.NewRegistry()), reconcile.Options{Grace: time.Minute, FirstLookback: time.Hour, RefundOrphans: true})
 
 	a, err := rec.Audit(ctx, time.Now().Add(-time.Hour))
@@ -90,7 +90,7 @@ func TestPassOverTenThousandOrdersReadsListsNotOrders(t *testing.T) {
 	}
 	// The pass as the worker runs it: paced, and with refunds and disputes.
 	paced := provider.New(provider.Config{URL: srv.URL, Timeout: 10 * time.Second}, provider.Paced(requests, reconcile.ProviderRate))
-	rec = reconcile.New(eng, paced, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), reconcile.NewStore(pool),
+	rec = reconcile.New(eng, paced, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), stacktest.TenantRequests{Store: reconcile.NewStore(pool), Tenant: tenant},
 		reconcile.NewMetrics(prometheus.NewRegistry()), reconcile.Options{Grace: time.Minute, Overlap: time.Hour, FirstLookback: time.Hour, RefundOrphans: true})
 	requests.n.Store(0)
 	cpu := cpuTime()

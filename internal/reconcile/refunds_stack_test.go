@@ -78,7 +78,7 @@ func TestRefundRequestsExplainTheirRefunds(t *testing.T) {
 	dashboard := refundAt("k-dashboard", "")
 
 	eng := &engine{}
-	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), reconcile.NewStore(pool),
+	rec := reconcile.New(eng, pay, stacktest.TenantOrders{Store: orderstore.New(pool), Tenant: tenant}, ledger.New(pool), stacktest.TenantRequests{Store: reconcile.NewStore(pool), Tenant: tenant},
 		reconcile.NewMetrics(prometheus.NewRegistry()), reconcile.Options{Grace: time.Minute, FirstLookback: time.Hour})
 	began := time.Now().Add(-time.Second)
 	if _, err := rec.Pass(ctx); err != nil {

@@ -3,6 +3,7 @@ package refundstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -82,4 +83,33 @@ func (s *Store) Fail(ctx context.Context, id, failure string) (bool, error) {
 		return false, fmt.Errorf("record refund %s as failed: %w", id, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// Reverse ends the tenant's refund FAILED with failure when the provider failed
+// its refund after it succeeded (or while it was pending): its reservation is
+// released. It returns the row as it was before, and true when it changed.
+func (s *Store) Reverse(ctx context.Context, tenant, id, failure string) (Row, bool, error) {
+	row, err := s.Get(ctx, tenant, id)
+	if err != nil {
+		return row, false, err
+	}
+	tag, err := s.db.Exec(ctx, `
+		UPDATE refunds SET status = $3, failure = $4, updated_at = now()
+		WHERE tenant = $1 AND id = $2 AND status IN ($5, $6)`,
+		tenant, id, refund.StatusFailed, failure, refund.StatusSucceeded, refund.StatusPending)
+	if err != nil {
+		return row, false, fmt.Errorf("record refund %s as failed by the provider: %w", id, err)
+	}
+	return row, tag.RowsAffected() == 1, nil
+}
+
+// Stale returns up to limit PENDING refunds last changed before before, oldest
+// first (the partial index refunds_pending).
+func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]Row, error) {
+	out, err := s.rows(ctx, `SELECT `+columns+` FROM refunds WHERE status = $1 AND updated_at < $2 ORDER BY updated_at LIMIT $3`,
+		refund.StatusPending, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read pending refunds: %w", err)
+	}
+	return out, nil
 }
