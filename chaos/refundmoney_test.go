@@ -139,6 +139,26 @@ func TestChaosARefundTheProviderFailsLater(t *testing.T) {
 	r.withWebhooks("2s")
 	r.startWorker(t, nil)
 	r.startAPI(t)
+	r.refundFailsLater(t, "refunds: one the provider fails later")
+}
+
+// The same with no webhook reaching orderflow: the reconciler's lists find each
+// failed refund (a refund_failed finding) and the order follows it back.
+func TestChaosARefundTheProviderFailsLaterWithoutItsWebhook(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.reconciler(t)
+	r.refundFailsLater(t, "refunds: one failed later, found by a pass")
+	stacktest.Eventually(t, 30*time.Second, "a refund_failed finding per failed refund", func() bool {
+		return r.count(t, `SELECT count(*) FROM reconcile_findings WHERE kind = $1 AND tenant = $2`, reconcile.KindRefundFailed, r.tenant) == 2
+	})
+}
+
+// refundFailsLater runs the refund that fails later, and the refund of the rest.
+func (r *rig) refundFailsLater(t *testing.T, fault string) {
+	t.Helper()
 	id := r.place(t, "refund-fails-later", refundFailJSON)
 	r.waitStatus(t, id, order.StatusPaid, time.Minute)
 	if code, body := r.requestRefund(t, id, "fails-later", 300); code != 202 && code != 201 {
@@ -158,7 +178,7 @@ func TestChaosARefundTheProviderFailsLater(t *testing.T) {
 	if err := r.Pool.QueryRow(context.Background(), `SELECT amount FROM refunds WHERE order_id = $1 AND status = 'SUCCEEDED'`, id).Scan(&rest); err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf("%-44s refunded=%d (requests=%d cancels=%d outside=%d) rest=%d", "refunds: one the provider fails later",
+	line := fmt.Sprintf("%-44s refunded=%d (requests=%d cancels=%d outside=%d) rest=%d", fault,
 		requests+cancels+outside, requests, cancels, outside, rest)
 	t.Log(line)
 	appendSummary(line)

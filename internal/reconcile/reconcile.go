@@ -34,7 +34,10 @@ const (
 	// order's payment (the dashboard, a support tool), a dispute by the
 	// cardholder's bank. The order follows them.
 	KindRefundElsewhere = "refund_elsewhere"
-	KindDispute         = "dispute"
+	// KindRefundFailed: a refund of a paid order's payment that the provider
+	// failed after it succeeded (or while pending): the order follows it back.
+	KindRefundFailed = "refund_failed"
+	KindDispute      = "dispute"
 	// KindOpenIntent: an intent of ours still open (it could take a card through its
 	// client secret) on an order that ended without it.
 	KindOpenIntent = "open_intent"
@@ -202,13 +205,16 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	}
 	m.Found.WithLabelValues(KindWorkflowClosed, ActionRecoveryStarted)
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindRefundFailed, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionReservationReleased)
+	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionRefundSettled)
 	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindDispute, ActionDisputeNoted)
 	m.Found.WithLabelValues(KindRowRebuilt, ActionRebuilt)
 	m.Found.WithLabelValues(KindCursorAhead, ActionReread)
 	m.Found.WithLabelValues(KindOpenIntent, ActionCancelled)
 	for _, kind := range []string{KindWorkflowClosed, KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders,
-		KindRefundElsewhere, KindDispute, KindOpenIntent, KindUnchecked} {
+		KindRefundElsewhere, KindRefundFailed, KindRefundWorkflowEnded, KindDispute, KindOpenIntent, KindUnchecked} {
 		m.Found.WithLabelValues(kind, ActionFailed)
 	}
 	// A process that has completed no pass counts from its start: a fleet that
@@ -600,11 +606,8 @@ func (r *Reconciler) elsewhere(ctx context.Context, p *pass) error {
 		p.rep.Refunds += len(refunds)
 		p.rep.ProviderRequests++
 		for _, re := range refunds {
-			if re.Intent != "" && re.Metadata["orderflow_refund_key"] == "" && re.Metadata["orderflow_reconciled"] == "" &&
-				(re.Status == "succeeded" || re.Status == "pending") {
-				if err := r.follow(ctx, p, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true, ""}); err != nil {
-					return err
-				}
+			if err := r.followRefund(ctx, p, re); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -629,6 +632,25 @@ func (r *Reconciler) elsewhere(ctx context.Context, p *pass) error {
 		}
 	}
 	return refundsErr
+}
+
+// followRefund has the paid order of a refund listed since the cursor follow it:
+// one others made (or a request that does not explain it), or one the provider
+// failed after it succeeded or while pending, which gives its share back.
+func (r *Reconciler) followRefund(ctx context.Context, p *pass, re provider.Refund) error {
+	if re.Intent == "" || re.Metadata["orderflow_reconciled"] != "" {
+		return nil
+	}
+	switch re.Status {
+	case "succeeded", "pending":
+		if re.Metadata["orderflow_refund_key"] != "" {
+			return nil
+		}
+		return r.follow(ctx, p, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true, ""})
+	case "failed", "canceled":
+		return r.follow(ctx, p, trigger{re.ID + ":" + re.Status, re.Intent, KindRefundFailed, "", true, ""})
+	}
+	return nil
 }
 
 // refundRequestField is the refund metadata that names the refund request that
