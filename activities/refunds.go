@@ -67,8 +67,13 @@ func (a *Payments) RecordRefund(ctx context.Context, r refund.Refund) error {
 // refund reserved or ended before is returned as it stands.
 func (a *Payments) ReserveRefund(ctx context.Context, r refund.Refund) (Reservation, error) {
 	row, err := a.refunds.Get(ctx, r.Tenant, r.ID)
+	if errors.Is(err, refundstore.ErrNotFound) {
+		// The first step recorded it, and a restore or a failover lost it: the
+		// run's own input records it again, and the provider is asked below.
+		row, err = a.refunds.Record(ctx, r)
+	}
 	if err != nil {
-		return Reservation{}, fmt.Errorf("read refund %s: %w", r.ID, err) // recorded by the first step: retried
+		return Reservation{}, fmt.Errorf("read refund %s: %w", r.ID, err) // retried
 	}
 	reserved := row.Status != refund.StatusPending || row.Amount > 0 // or ended
 	o, err := a.orders.Get(ctx, r.Tenant, r.OrderID)
@@ -87,8 +92,6 @@ func (a *Payments) ReserveRefund(ctx context.Context, r refund.Refund) (Reservat
 	switch {
 	case reserved:
 		return reservationOf(row, res), nil
-	case !refundable(o.Status):
-		return a.refuse(ctx, a.refunds, r.ID, res, FailureNotRefundable+": the order is "+string(o.Status))
 	case res.IntentID == "":
 		return a.refuse(ctx, a.refunds, r.ID, res, FailureNotRefundable+": the order was not paid through a payment intent")
 	}
@@ -97,8 +100,12 @@ func (a *Payments) ReserveRefund(ctx context.Context, r refund.Refund) (Reservat
 		return Reservation{}, a.lookupFailed(err)
 	}
 	if re, ok := requestRefund(refunds, r.ID); ok {
-		// Made before (its row lost with a database's tail): the provider's word.
+		// Made before (its row lost with a database's tail): the provider's word,
+		// whatever the order has become since.
 		return a.settleRefund(ctx, r.ID, res, re)
+	}
+	if !refundable(o.Status) {
+		return a.refuse(ctx, a.refunds, r.ID, res, FailureNotRefundable+": the order is "+string(o.Status))
 	}
 	err = a.refunds.LockOrder(ctx, o.ID, func(tx pgx.Tx) error {
 		res, err = a.reserveLocked(ctx, tx, r, refunds, res)
@@ -288,6 +295,16 @@ func SendKey(refundWorkflowID string, gen int) string {
 func (a *Payments) SendRefund(ctx context.Context, in SendInput) (Reservation, error) {
 	r := in.Refund
 	row, err := a.refunds.Get(ctx, r.Tenant, r.ID)
+	if errors.Is(err, refundstore.ErrNotFound) {
+		// Its row and reservation were lost with a database's tail: recorded
+		// again from the run's input and weighed again, the provider's refunds
+		// first, so one made before the loss is found, never made twice.
+		res, rerr := a.ReserveRefund(ctx, r)
+		if rerr != nil || res.Status != refund.StatusPending {
+			return res, rerr
+		}
+		row, err = a.refunds.Get(ctx, r.Tenant, r.ID)
+	}
 	switch {
 	case err != nil:
 		return Reservation{}, fmt.Errorf("read refund %s: %w", r.ID, err)

@@ -306,3 +306,44 @@ func TestRefundsAreCountedOnceAsTheyEnd(t *testing.T) {
 		t.Fatalf("refunds counted: %v succeeded, %v failed; want 1 and 1", succeeded, failed)
 	}
 }
+
+// lose deletes the refund's row, as a restore to a snapshot taken before it does.
+func (p *paidOrder) lose(t *testing.T, r refund.Refund) {
+	t.Helper()
+	if _, err := p.pool.Exec(context.Background(), `DELETE FROM refunds WHERE id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A refund whose row PostgreSQL lost mid-run finishes from the run's own input,
+// never retried for ever: lost after its reservation, the send records it
+// again, weighs it again and refunds once; lost after its refund was made, a
+// retried send finds the provider's refund and makes none.
+func TestARefundWhoseRowIsLostFinishesFromItsRun(t *testing.T) {
+	p := newPaidOrder(t, 1299)
+	ctx := context.Background()
+	r := p.request(t, 300)
+	if res, err := p.pay.ReserveRefund(ctx, r); err != nil || res.Status != refund.StatusPending {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	p.lose(t, r)
+	if res, err := p.send(t, r, 0); err != nil || res.Status != refund.StatusSucceeded || res.Amount != 300 {
+		t.Fatalf("the send of a refund whose row was lost: %+v, %v", res, err)
+	}
+	// The order followed its refunds meanwhile: refunded in full, it takes no new
+	// refund, and the lost row is still found at the provider.
+	if _, err := p.pool.Exec(ctx, `UPDATE orders SET status = 'REFUNDED', amount_refunded = 1299 WHERE id = $1`, p.o.ID); err != nil {
+		t.Fatal(err)
+	}
+	p.lose(t, r)
+	if res, err := p.send(t, r, 0); err != nil || res.Status != refund.StatusSucceeded || res.Amount != 300 {
+		t.Fatalf("a retried send after its refund was made and the row lost: %+v, %v", res, err)
+	}
+	if got := p.refunded(); got != 300 {
+		t.Fatalf("refunded %d, want 300 once", got)
+	}
+	row, err := refundstore.New(p.pool).Get(ctx, r.Tenant, r.ID)
+	if err != nil || row.Status != refund.StatusSucceeded || row.ProviderRefundID == "" {
+		t.Fatalf("the refund's row: %+v, %v", row, err)
+	}
+}
