@@ -12,6 +12,7 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/internal/refundstore"
 )
 
@@ -59,7 +60,7 @@ func (a *Payments) CreateIntent(ctx context.Context, in IntentInput) (IntentResu
 	}
 	stop := Heartbeat(ctx)
 	pi, err := a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
-		map[string]string{"order_id": in.OrderID, "tenant": in.Tenant})
+		reconcile.IntentMetadata(in.OrderID, in.Tenant, in.WorkflowID))
 	stop()
 	if err != nil {
 		return IntentResult{}, a.failed(ctx, in.Key, err)

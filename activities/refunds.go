@@ -22,6 +22,10 @@ import (
 // the request's row explains the refund.
 const refundRequestField = "orderflow_refund_request"
 
+// refundWorkflowField names the request's workflow beside it, so a request's row
+// lost with a database's tail is rebuilt from the provider's refund.
+const refundWorkflowField = "orderflow_refund_workflow"
+
 // The failures of a refund request that the workflow's rules decide; the
 // provider's refusals carry the provider's code instead.
 const (
@@ -324,7 +328,7 @@ func (a *Payments) SendRefund(ctx context.Context, in SendInput) (Reservation, e
 	}
 	stop := Heartbeat(ctx)
 	re, err := a.provider.RefundIntent(ctx, key, in.IntentID, e.Amount,
-		map[string]string{"order_id": r.OrderID, refundRequestField: r.ID})
+		map[string]string{"order_id": r.OrderID, refundRequestField: r.ID, refundWorkflowField: r.WorkflowID})
 	stop()
 	if err != nil {
 		return a.sendFailed(ctx, in, key, err)

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/internal/refund"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
@@ -200,5 +202,61 @@ func TestChaosACancelledOrderLostToARestoreStaysCancelled(t *testing.T) {
 	if r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND status = 'CANCELLED'`, id) != 1 || len(charges) != 1 ||
 		refunded != charges[0].Amount || len(r.Sim.Refunds()) != 1 {
 		t.Fatalf("after the restore: %s, %d refunds at the provider", line, len(r.Sim.Refunds()))
+	}
+}
+
+// A refund of 300 succeeds after the snapshot PostgreSQL is then restored to:
+// its row, its key and the order's amount are lost, while the provider and
+// Temporal remember them. Within two reconcile intervals the refund reads
+// SUCCEEDED again under its ID and the order says 300; a retry of its key names
+// that refund and refunds nothing more; a new refund larger than what is really
+// left fails. The provider refunded 300, once.
+func TestChaosARefundLostToARestoreIsRebuilt(t *testing.T) {
+	r := newRig(t)
+	r.startWorker(t, nil)
+	api := r.startAPI(t)
+	r.reconciler(t)
+	id := r.paidOrder(t, "refund-then-lost")
+	dump := r.snapshot(t)
+	code, body := r.requestRefund(t, id, "lost-300", 300)
+	var first struct{ ID, Status string }
+	if err := json.Unmarshal(body, &first); err != nil || (code != 201 && code != 202) || first.ID == "" {
+		t.Fatalf("refund: %d %s", code, body)
+	}
+	r.refundsSettled(t, id, 1, time.Minute)
+	r.waitStatus(t, id, order.StatusPartiallyRefunded, time.Minute)
+	r.restore(t, dump)
+	api.Kill(t) // a new pod: no answer of the key in memory
+	r.startAPI(t)
+	within := 2*reconcileEvery + 30*time.Second
+	stacktest.Eventually(t, within, "the lost refund to read SUCCEEDED under its ID", func() bool {
+		var v struct{ Status string }
+		return json.Unmarshal(r.get(t, "/v1/refunds/"+first.ID), &v) == nil && v.Status == string(refund.StatusSucceeded)
+	})
+	stacktest.Eventually(t, within, "the order to say 300 refunded", func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND amount_refunded = 300`, id) == 1
+	})
+	code, body = r.requestRefund(t, id, "lost-300", 300)
+	var again struct{ ID, Status string }
+	if err := json.Unmarshal(body, &again); err != nil || code >= 300 || again.ID != first.ID {
+		t.Fatalf("retry of the key: %d %s, want refund %s", code, body, first.ID)
+	}
+	stacktest.Eventually(t, within, "the retried key's refund to read SUCCEEDED", func() bool {
+		var v struct{ Status string }
+		return json.Unmarshal(r.get(t, "/v1/refunds/"+first.ID), &v) == nil && v.Status == string(refund.StatusSucceeded)
+	})
+	if code, body := r.requestRefund(t, id, "too-much", 1100); code < 300 {
+		r.refundsSettled(t, id, 2, time.Minute)
+		if n := r.count(t, `SELECT count(*) FROM refunds WHERE order_id = $1 AND status = 'FAILED' AND amount_requested = 1100`, id); n != 1 {
+			t.Fatalf("a refund of 1100 with 999 left: %d %s, not failed", code, body)
+		}
+	}
+	requests, cancels, outside := r.providerRefunds(t, id)
+	line := fmt.Sprintf("%-44s refunded=%d (requests=%d cancels=%d outside=%d)", "restore: a refund of 300 lost", requests+cancels+outside,
+		requests, cancels, outside)
+	t.Log(line)
+	appendSummary(line)
+	if requests != 300 || cancels+outside != 0 {
+		t.Fatalf("the provider refunded other than 300 once: %s", line)
 	}
 }

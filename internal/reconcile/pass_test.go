@@ -155,13 +155,17 @@ func (f *fakeProvider) keysFor(chargeID string) []string {
 
 // fakeEngine runs every workflow but those closed, and records the follows it
 // starts; followErrs are the answers of the next Follow calls; known are what workflows say of their orders, by order ID (Lost) and by
-// workflow ID (Known); lostErr the answer to Lost; closed the workflows not
+// workflow ID (Known); started when the workflows of orders started, by order
+// ID, on the engine's clock (Lost finds none outside its window; unset: any);
+// lostErr the answer to Lost, knownErr to Known; closed the workflows not
 // running; recovered the orders whose recovery runs it started.
 type fakeEngine struct {
 	followed      []string
 	followErrs    []error
 	known         map[string]Known
+	started       map[string]time.Time
 	lostErr       error
+	knownErr      error
 	closed        map[string]bool
 	recovered     []string
 	recoveredWith string        // the intent the last recovery run was given
@@ -183,12 +187,18 @@ func (e *fakeEngine) Retention(context.Context) (time.Duration, error) {
 	return e.retention, nil
 }
 func (e *fakeEngine) Known(_ context.Context, workflowID string) (Known, bool, error) {
+	if e.knownErr != nil {
+		return Known{}, false, e.knownErr
+	}
 	k, ok := e.known[workflowID]
 	return k, ok, nil
 }
-func (e *fakeEngine) Lost(_ context.Context, tenant, orderID string, _, _ time.Time) (Known, bool, error) {
+func (e *fakeEngine) Lost(_ context.Context, tenant, orderID string, from, to time.Time) (Known, bool, error) {
 	if e.lostErr != nil {
 		return Known{}, false, e.lostErr
+	}
+	if at, ok := e.started[orderID]; ok && (at.Before(from) || at.After(to)) {
+		return Known{}, false, nil
 	}
 	k, ok := e.known[orderID]
 	return k, ok && k.Order.Tenant == tenant, nil
@@ -346,7 +356,7 @@ func newRig(t *testing.T) *rig {
 				Status: "succeeded"}, now.Add(-time.Minute)}},
 			saved: map[string]error{}, refused: map[string]*provider.Error{}, faults: map[string]int{},
 		},
-		engine:   &fakeEngine{known: map[string]Known{}, closed: map[string]bool{}},
+		engine:   &fakeEngine{known: map[string]Known{}, started: map[string]time.Time{}, closed: map[string]bool{}},
 		findings: &fakeFindings{rows: map[[3]string]Finding{}, cursors: map[string]time.Time{}, rebuilt: map[string]Known{}},
 		metrics:  NewMetrics(prometheus.NewRegistry()),
 	}

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orderflow/orderflow/internal/order"
@@ -19,9 +21,70 @@ const KindRowRebuilt = "row_rebuilt"
 const ActionRebuilt = "rebuilt"
 
 // lostWindow is how long before its charge an order's workflow may have
-// started: the search for the workflow of a charge whose order is missing reads
-// the workflows started in that window.
-const lostWindow = 24 * time.Hour
+// started: the search for the workflow of a charge whose intent does not name
+// it (made before intents did) reads the workflows started in that window, and
+// the engine adds how long its orders wait on their customers. clockSkew widens
+// the window on both ends: the charge's time is on the provider's clock, a
+// workflow's start on the engine's.
+const (
+	lostWindow = 24 * time.Hour
+	clockSkew  = 10 * time.Minute
+)
+
+// WorkflowMetadata is the key of an order's intent's metadata that names the
+// order's workflow; a workflow ID longer than the provider takes in one value
+// goes on in WorkflowMetadata_2, _3... (at most workflowParts).
+const WorkflowMetadata = "orderflow_workflow"
+
+// metadataValueMax is the longest metadata value the provider takes (Stripe:
+// 500 characters). A workflow ID is visible ASCII (identity.WorkflowID), so
+// bytes are characters; the engine takes IDs up to 1000 by default.
+const (
+	metadataValueMax = 500
+	workflowParts    = 4
+)
+
+// IntentMetadata is the metadata of an order's PaymentIntent: its order, its
+// tenant and its workflow's ID, so that a reconciler that lost the order's row
+// asks the engine for that workflow by ID, whatever its age or either clock.
+func IntentMetadata(orderID, tenant, workflowID string) map[string]string {
+	md := map[string]string{"order_id": orderID, "tenant": tenant}
+	if workflowID == "" || len(workflowID) > metadataValueMax*workflowParts {
+		return md // the reconciler searches for it, as for intents made before
+	}
+	for i := 0; len(workflowID) > 0; i++ {
+		n := min(len(workflowID), metadataValueMax)
+		md[workflowPart(i)] = workflowID[:n]
+		workflowID = workflowID[n:]
+	}
+	return md
+}
+
+func workflowPart(i int) string {
+	if i == 0 {
+		return WorkflowMetadata
+	}
+	return WorkflowMetadata + "_" + strconv.Itoa(i+1)
+}
+
+// workflowOf returns the workflow ID that the metadata names when it is the
+// tenant's order's ("" otherwise: an intent made before intents named it, or
+// metadata someone edited): an order's ID is a digest of its workflow's.
+func workflowOf(md map[string]string, tenant, orderID string) string {
+	var b strings.Builder
+	for i := range workflowParts {
+		part, ok := md[workflowPart(i)]
+		if !ok {
+			break
+		}
+		b.WriteString(part)
+	}
+	id := b.String()
+	if !strings.HasPrefix(id, order.Kind+":"+tenant+":") || order.IDFor(id) != orderID {
+		return ""
+	}
+	return id
+}
 
 // rebuildCharge writes back the order of a succeeded charge whose order row is
 // missing, when the workflow engine remembers that order paid by the charge's
@@ -33,7 +96,7 @@ func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Char
 	if !order.ValidTenant(tenant) || orderID == "" || c.Intent == "" {
 		return false, nil // not an order's intent of ours
 	}
-	k, ok, err := r.lost(ctx, tenant, orderID, c.Created)
+	k, ok, err := r.find(ctx, tenant, orderID, c)
 	if err != nil {
 		p.rereadFrom(c.Created)
 		return true, r.failed(ctx, p, Finding{Kind: KindUnchecked, OrderID: orderID, Tenant: tenant, ProviderID: c.ID},
@@ -58,16 +121,28 @@ func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Char
 	return true, r.rebuild(ctx, p, k, c.Created, "the order's row was missing; its workflow shows it "+string(k.Status)+" by "+c.Intent)
 }
 
+// find asks the engine for the workflow of the charge's order: by the ID its
+// intent names, current and frozen types alike; for an intent made before
+// intents named it, by a search around the charge. An error, or a search that
+// could not read its whole window, leaves the charge unchecked: nothing is
+// refunded while the workflow may exist.
+func (r *Reconciler) find(ctx context.Context, tenant, orderID string, c provider.Charge) (Known, bool, error) {
+	if id := workflowOf(c.Metadata, tenant, orderID); id != "" {
+		return r.engine.Known(ctx, id)
+	}
+	return r.lost(ctx, tenant, orderID, c.Created)
+}
+
 // lost finds the workflow of the tenant's order of a charge created at created:
 // among those started in the hour before it first (where it nearly always is,
-// in one page), then in the lostWindow before it.
+// in one page), then in the lostWindow before it; each end clockSkew wider.
 func (r *Reconciler) lost(ctx context.Context, tenant, orderID string, created time.Time) (Known, bool, error) {
-	to := created.Add(time.Minute) // a charge's creation is in whole seconds, on the provider's clock
-	k, ok, err := r.engine.Lost(ctx, tenant, orderID, created.Add(-time.Hour), to)
+	near := created.Add(-time.Hour)
+	k, ok, err := r.engine.Lost(ctx, tenant, orderID, near, created.Add(clockSkew))
 	if err != nil || ok {
 		return k, ok, err
 	}
-	return r.engine.Lost(ctx, tenant, orderID, created.Add(-lostWindow), created.Add(-time.Hour))
+	return r.engine.Lost(ctx, tenant, orderID, created.Add(-lostWindow-clockSkew), near)
 }
 
 // forgotten reports, rather than refunds, a charge of an order's intent of ours

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +217,107 @@ func TestAnOrderLostMidPaymentIsRebuiltPaid(t *testing.T) {
 	r.pass(t, "pass")
 	if len(r.findings.rebuilt) != 0 || r.refundsOf("ch_4") != 1 {
 		t.Fatalf("rebuilt %v, refunded %d: a charge of another intent is refunded", r.findings.rebuilt, r.refundsOf("ch_4"))
+	}
+}
+
+// namedLostOrder adds to the rig a charge (ch_5, of pi_5) of an order the table
+// does not hold, whose intent names its workflow; the charge was created a
+// minute ago on the provider's clock. It returns the order as its workflow
+// remembers it.
+func (r *rig) namedLostOrder(key string) order.Order {
+	id := order.WorkflowID("acme", order.FromHTTP, key)
+	o := order.Order{ID: order.IDFor(id), Tenant: "acme", WorkflowID: id, CustomerID: "cus_1", Amount: 1299, Currency: "usd",
+		Items: []order.Item{{SKU: "sku-1", Quantity: 1, UnitAmount: 1299}}}
+	r.pay.charges = append(r.pay.charges, provider.Charge{ID: "ch_5", Amount: 1299, Currency: "usd", Status: "succeeded",
+		Intent: "pi_5", Metadata: IntentMetadata(o.ID, o.Tenant, id), Created: time.Now().Add(-time.Minute)})
+	return o
+}
+
+// A PostgreSQL restore lost a paid order whose intent names its workflow: the
+// workflow is asked for by that ID, whenever it started on either clock (a
+// customer who authenticated a day later, a provider's clock behind the
+// engine's), and the order is written back; nothing is refunded.
+func TestALostOrderIsFoundByTheWorkflowItsIntentNames(t *testing.T) {
+	charged := time.Now().Add(-time.Minute)
+	for name, c := range map[string]struct {
+		key     string
+		started time.Time // on the engine's clock
+	}{
+		"started 25 hours before its charge":                  {"k5", charged.Add(-25 * time.Hour)},
+		"the provider's clock 2 minutes behind":               {"k5", charged.Add(2 * time.Minute)},
+		"a workflow ID longer than a metadata value can hold": {strings.Repeat(":", 200), charged.Add(-25 * time.Hour)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			o := r.namedLostOrder(c.key)
+			k := Known{Order: o, Status: order.StatusPaid, IntentID: "pi_5"}
+			r.engine.known[o.WorkflowID], r.engine.known[o.ID], r.engine.started[o.ID] = k, k, c.started
+			r.pass(t, "pass")
+			if got, ok := r.findings.rebuilt[o.ID]; !ok || got.ChargeID != "ch_5" || got.Status != order.StatusPaid || r.refundsOf("ch_5") != 0 {
+				t.Fatalf("rebuilt %+v (%t), refunded %d times: want PAID with ch_5, nothing refunded", got, ok, r.refundsOf("ch_5"))
+			}
+		})
+	}
+}
+
+// An intent made before intents named their workflows is found by a search
+// around its charge that tolerates the clocks' skew: the workflow started 2
+// minutes after the charge by the provider's clock.
+func TestALostOrderIsFoundWithTheProvidersClockBehind(t *testing.T) {
+	r := newRig(t)
+	o := r.lostOrder() // ch_4, no workflow in its metadata
+	k := Known{Order: o, Status: order.StatusPaid, IntentID: "pi_4"}
+	r.engine.known["ord_4"], r.engine.started["ord_4"] = k, r.pay.charges[len(r.pay.charges)-1].Created.Add(2*time.Minute)
+	r.pass(t, "pass")
+	if _, ok := r.findings.rebuilt["ord_4"]; !ok || r.refundsOf("ch_4") != 0 {
+		t.Fatalf("rebuilt %t, refunded %d times: want rebuilt, nothing refunded", ok, r.refundsOf("ch_4"))
+	}
+}
+
+// The engine cannot be asked for the workflow the intent names: the charge is
+// unchecked, never refunded, and the next pass rebuilds the order.
+func TestANamedWorkflowTheEngineCannotAnswerForRefundsNothing(t *testing.T) {
+	r := newRig(t)
+	o := r.namedLostOrder("k5")
+	r.engine.knownErr = errors.New("temporal: unavailable")
+	rep := r.pass(t, "pass with the engine down")
+	if n := r.refundsOf("ch_5"); n != 0 {
+		t.Fatalf("charge refunded %d times while the engine could not be asked", n)
+	}
+	if a := r.action(KindUnchecked, "ch_5"); a != ActionFailed || rep.Failed != 1 {
+		t.Fatalf("unchecked finding %q, %d failed", a, rep.Failed)
+	}
+	r.engine.knownErr = nil
+	r.engine.known[o.WorkflowID] = Known{Order: o, Status: order.StatusPaid, IntentID: "pi_5"}
+	r.pass(t, "pass with the engine back")
+	if _, ok := r.findings.rebuilt[o.ID]; !ok || r.refundsOf("ch_5") != 0 {
+		t.Fatalf("after the engine came back: rebuilt %t, refunded %d", ok, r.refundsOf("ch_5"))
+	}
+}
+
+// The metadata of an order's intent names its workflow within the provider's
+// limits (values of at most 500 characters, keys of at most 40), and only a
+// workflow of the order it names is taken from it.
+func TestIntentMetadataNamesTheOrdersWorkflow(t *testing.T) {
+	for _, key := range []string{"k1", strings.Repeat("%", 255)} {
+		id := order.WorkflowID("acme", order.FromHTTP, key)
+		md := IntentMetadata(order.IDFor(id), "acme", id)
+		for k, v := range md {
+			if len(k) > 40 || len(v) > 500 {
+				t.Fatalf("metadata %q of %d characters", k, len(v))
+			}
+		}
+		if got := workflowOf(md, "acme", order.IDFor(id)); got != id {
+			t.Fatalf("a %d-character workflow ID read back as %q", len(id), got)
+		}
+		if got := workflowOf(md, "other", order.IDFor(id)); got != "" {
+			t.Fatalf("another tenant's order read %q", got)
+		}
+		if got := workflowOf(md, "acme", "ord_other"); got != "" {
+			t.Fatalf("another order read %q", got)
+		}
+	}
+	if md := IntentMetadata("ord_1", "acme", ""); len(md) != 2 {
+		t.Fatalf("metadata without a workflow: %v", md)
 	}
 }

@@ -208,13 +208,14 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	m.Found.WithLabelValues(KindRefundFailed, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionReservationReleased)
 	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionRefundSettled)
+	m.Found.WithLabelValues(KindRefundRowLost, ActionRebuilt)
 	m.Found.WithLabelValues(KindDispute, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindDispute, ActionDisputeNoted)
 	m.Found.WithLabelValues(KindRowRebuilt, ActionRebuilt)
 	m.Found.WithLabelValues(KindCursorAhead, ActionReread)
 	m.Found.WithLabelValues(KindOpenIntent, ActionCancelled)
 	for _, kind := range []string{KindWorkflowClosed, KindChargeWithoutOrder, KindChargeOnUnpaidOrder, KindChargeNotTheOrders,
-		KindRefundElsewhere, KindRefundFailed, KindRefundWorkflowEnded, KindDispute, KindOpenIntent, KindUnchecked} {
+		KindRefundElsewhere, KindRefundFailed, KindRefundWorkflowEnded, KindRefundRowLost, KindDispute, KindOpenIntent, KindUnchecked} {
 		m.Found.WithLabelValues(kind, ActionFailed)
 	}
 	// A process that has completed no pass counts from its start: a fleet that
@@ -645,6 +646,9 @@ func (r *Reconciler) followRefund(ctx context.Context, p *pass, re provider.Refu
 	case "succeeded", "pending":
 		if re.Metadata["orderflow_refund_key"] != "" {
 			return nil
+		}
+		if err := r.rebuildRequest(ctx, p, re); err != nil {
+			return r.failed(ctx, p, Finding{Kind: KindRefundRowLost, ProviderID: re.ID}, err)
 		}
 		return r.follow(ctx, p, trigger{re.ID, re.Intent, KindRefundElsewhere, re.Metadata[refundRequestField], true, ""})
 	case "failed", "canceled":

@@ -23,7 +23,14 @@ const (
 	// ActionRefundSettled: the provider holds the request's refund: it ends
 	// SUCCEEDED, and the order follows its payment.
 	ActionRefundSettled = "refund_settled"
+	// KindRefundRowLost: the provider holds a refund request's refund whose row
+	// the table lost (a restore, a failover); the row is rebuilt (ActionRebuilt).
+	KindRefundRowLost = "refund_row_lost"
 )
+
+// refundWorkflowField is the refund metadata that names the request's workflow
+// (activities' refundWorkflowField).
+const refundWorkflowField = "orderflow_refund_workflow"
 
 // FailureWorkflowEnded is the failure of a refund request whose workflow ended
 // with nothing at the provider.
@@ -38,6 +45,9 @@ type Requests interface {
 	// ends a PENDING one FAILED, its reservation released. True when it changed.
 	SettleRefund(ctx context.Context, id, providerRefundID string, amount int64) (bool, error)
 	ReleaseRefund(ctx context.Context, id, failure string) (bool, error)
+	// RebuildRefund writes back a request's row that the table lost, SUCCEEDED
+	// as the provider holds its refund; true when it wrote.
+	RebuildRefund(ctx context.Context, r refund.Refund, providerRefundID string, amount int64, currency string) (bool, error)
 }
 
 // IntentRefunds lists an intent's refunds (a consistent read).
@@ -53,6 +63,11 @@ func (s *Store) StaleRefunds(ctx context.Context, before time.Time, limit int) (
 // SettleRefund ends the request SUCCEEDED with the provider's refund.
 func (s *Store) SettleRefund(ctx context.Context, id, providerRefundID string, amount int64) (bool, error) {
 	return s.refunds.Settle(ctx, id, providerRefundID, amount)
+}
+
+// RebuildRefund writes back a request's row as the provider holds its refund.
+func (s *Store) RebuildRefund(ctx context.Context, r refund.Refund, providerRefundID string, amount int64, currency string) (bool, error) {
+	return s.refunds.Rebuild(ctx, r, providerRefundID, amount, currency)
 }
 
 // ReleaseRefund ends a PENDING request FAILED with failure.
@@ -134,4 +149,41 @@ func (r *Reconciler) endStale(ctx context.Context, p *pass, rq Requests, lists I
 		}
 	}
 	return r.record(ctx, p, f)
+}
+
+// rebuildRequest writes back the row of the refund request that made re, when
+// the table lost it: the refund's metadata names the request and its workflow,
+// the ledger the order, the order its tenant. A refund made before requests
+// named their workflow is left to the finding that the request does not show it.
+func (r *Reconciler) rebuildRequest(ctx context.Context, p *pass, re provider.Refund) error {
+	rq, ok := r.findings.(Requests)
+	id, wf := re.Metadata[refundRequestField], re.Metadata[refundWorkflowField]
+	if !ok || id == "" || wf == "" || refund.IDFor(wf) != id {
+		return nil
+	}
+	orderID, err := r.ledger.OrderOfIntent(ctx, re.Intent)
+	if err != nil || orderID == "" {
+		return err
+	}
+	orders, err := r.orders.Standings(ctx, []string{orderID})
+	if err != nil {
+		return err
+	}
+	st, ok := orders[orderID]
+	if !ok || st.PaymentRef != re.Intent {
+		return nil
+	}
+	rf := refund.Refund{ID: id, Tenant: st.Tenant, WorkflowID: wf, OrderID: orderID}
+	wrote, err := rq.RebuildRefund(ctx, rf, re.ID, re.Amount, st.Currency)
+	if err != nil || !wrote {
+		return err
+	}
+	if order.AfterPayment(st.Status) { // the rebuilt row explains the refund: the order follows it here
+		o := order.Order{ID: orderID, Tenant: st.Tenant, WorkflowID: st.WorkflowID, Amount: st.Amount, Currency: st.Currency}
+		if err := r.engine.Follow(ctx, o, re.Intent, re.ID); err != nil {
+			return err
+		}
+	}
+	return r.record(ctx, p, Finding{Kind: KindRefundRowLost, Action: ActionRebuilt, OrderID: orderID, Tenant: st.Tenant,
+		ProviderID: re.ID, Amount: re.Amount, Currency: st.Currency, Detail: "refund request " + id + " rebuilt from the provider's refund"})
 }

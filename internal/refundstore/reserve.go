@@ -113,3 +113,18 @@ func (s *Store) Stale(ctx context.Context, before time.Time, limit int) ([]Row, 
 	}
 	return out, nil
 }
+
+// Rebuild writes back a refund the table lost (a restore, a failover) as the
+// provider holds it: SUCCEEDED with the provider's refund and amount. A row in
+// place is left as it is; true when it wrote.
+func (s *Store) Rebuild(ctx context.Context, r refund.Refund, providerRefundID string, amount int64, currency string) (bool, error) {
+	tag, err := s.db.Exec(ctx, `
+		INSERT INTO refunds (id, tenant, workflow_id, order_id, amount_requested, amount, currency, status, provider_refund_id)
+		VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8)
+		ON CONFLICT DO NOTHING`,
+		r.ID, r.Tenant, r.WorkflowID, r.OrderID, amount, currency, refund.StatusSucceeded, providerRefundID)
+	if err != nil {
+		return false, fmt.Errorf("rebuild refund %s: %w", r.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
