@@ -66,13 +66,15 @@ func (r *rig) cancelUnderWay(t *testing.T, orderID string) bool {
 // 20 s; the customer cancels the order at once, and a support agent refunds 100
 // in the dashboard. A reservation is not money: the cancel waits for the
 // request's refund to land before it weighs what is left, so the order ends
-// CANCELLED with nothing charged, whatever the request's refund becomes.
+// CANCELLED with nothing charged, whatever the request's refund becomes; the
+// dashboard's refund is one finding.
 func TestChaosCancelWaitsForAHeldRefund(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	r.apiEnv = map[string]string{"CANCEL_WINDOW": "15m"}
 	r.startWorker(t, nil)
 	r.startAPI(t)
+	r.reconciler(t)
 	id := r.paidOrder(t, "held-refund")
 	r.Sim.SetFaults(sandbox.Faults{Only: "refund", LatencyMS: 20_000, Slow: 1})
 	if code, body := r.requestRefund(t, id, "held-500", 500); code != 202 && code != 201 {
@@ -115,6 +117,17 @@ func TestChaosCancelWaitsForAHeldRefund(t *testing.T) {
 	appendSummary(line)
 	if r.netCharged(id) != 0 || requests+cancels+outside != 1299 || outside != 100 {
 		t.Fatalf("the cancelled order is not refunded in full: %s", line)
+	}
+	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the dashboard's refund reported", func() bool {
+		return r.count(t, `SELECT count(*) FROM reconcile_findings WHERE order_id = $1`, id) > 0
+	})
+	// Followed while the cancel waited, or reported after it: one finding either way.
+	if n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE order_id = $1 AND kind = $2 AND action IN ($3, $4)`, id,
+		reconcile.KindRefundElsewhere, reconcile.ActionOrderFollowed, reconcile.ActionReported); n != 1 {
+		t.Fatalf("%d findings of the dashboard's refund, want 1", n)
+	}
+	if n := r.count(t, `SELECT count(*) FROM reconcile_findings WHERE order_id = $1`, id); n != 1 {
+		t.Fatalf("%d findings for the order, want the dashboard's refund only", n)
 	}
 }
 

@@ -67,16 +67,21 @@ func (e *Engine) input(ctx context.Context, workflowID string, v any) error {
 	return temporalclient.Input(ctx, e.c, e.dc, workflowID, v)
 }
 
+// orderTypes are the workflow types of orders: the current one and the frozen
+// one that runs started before it still run on (worker.go registers both).
+const orderTypes = "'Order', 'OrderWorkflow'"
+
 // Lost finds the workflow of the tenant's order among the order workflows of
-// the tenant started between from and to (an order's ID is a digest of its
-// workflow's: each listed ID is digested and compared) and returns what it
-// says of the order.
+// the tenant, of either type, started between from and to (an order's ID is a
+// digest of its workflow's: each listed ID is digested and compared) and
+// returns what it says of the order. from is moved back by how long the
+// engine's orders wait on their customers: a 3-D Secure order is charged when
+// its customer authenticates, up to that long after its intent was made.
 func (e *Engine) Lost(ctx context.Context, tenant, orderID string, from, to time.Time) (reconcile.Known, bool, error) {
 	if !order.ValidTenant(tenant) {
 		return reconcile.Known{}, false, nil // and never in a query's text
 	}
-	query := fmt.Sprintf("WorkflowType = 'Order' AND WorkflowId STARTS_WITH '%s' AND StartTime BETWEEN '%s' AND '%s'",
-		order.Kind+":"+tenant+":", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+	query := lostQuery(tenant, from.Add(-e.actionTimeout()), to)
 	var token []byte
 	for range maxLostPages {
 		page, err := e.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: lostPageSize, NextPageToken: token})
@@ -94,6 +99,22 @@ func (e *Engine) Lost(ctx context.Context, tenant, orderID string, from, to time
 		}
 	}
 	return reconcile.Known{}, false, fmt.Errorf("order %s not among the first %d workflows of %s", orderID, maxLostPages*lostPageSize, tenant)
+}
+
+// lostQuery lists the order workflows of the tenant (a valid tenant name: no
+// quote) started between from and to.
+func lostQuery(tenant string, from, to time.Time) string {
+	return fmt.Sprintf("WorkflowType IN (%s) AND WorkflowId STARTS_WITH '%s' AND StartTime BETWEEN '%s' AND '%s'",
+		orderTypes, order.Kind+":"+tenant+":", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+}
+
+// actionTimeout is how long the engine's orders wait on their customers, as its
+// policy sets it.
+func (e *Engine) actionTimeout() time.Duration {
+	if e.policy.ActionTimeout <= 0 {
+		return workflows.DefaultActionTimeout
+	}
+	return e.policy.ActionTimeout
 }
 
 // Retention is how long Temporal keeps a closed workflow: the namespace's

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
@@ -43,5 +44,31 @@ func TestADisputeOfAnEndedOrderShowsOnTheOrder(t *testing.T) {
 	r.pass(t, "the dispute lost")
 	if got := r.orders.noted["ord_5"]; got != "lost" {
 		t.Fatalf("the cancelled order shows dispute %q, want lost", got)
+	}
+}
+
+// A refund others made of an order that ended CANCELLED (its own refund gave
+// back the rest) is reported, once, and starts no follow run; one of a paid
+// order has the order follow it.
+func TestARefundByOthersOfACancelledOrderIsReported(t *testing.T) {
+	r := newRig(t)
+	r.orders.byID["ord_5"] = orderstore.Standing{Tenant: "acme", WorkflowID: "order:acme:5", Status: order.StatusCancelled,
+		PaymentRef: "pi_5", Amount: 800, Currency: "usd"}
+	r.orders.byID["ord_6"] = orderstore.Standing{Tenant: "acme", WorkflowID: "order:acme:6", Status: order.StatusPaid,
+		PaymentRef: "pi_6", Amount: 900, Currency: "usd"}
+	r.rec.ledger = fakeLedger{"pi_5": "ord_5", "pi_6": "ord_6"}
+	r.pay.refunds = append(r.pay.refunds,
+		listed[provider.Refund]{provider.Refund{ID: "re_5", Intent: "pi_5", Amount: 100, Status: "succeeded"}, time.Now()},
+		listed[provider.Refund]{provider.Refund{ID: "re_6", Intent: "pi_6", Amount: 100, Status: "succeeded"}, time.Now()})
+	r.pass(t, "first pass")
+	r.pass(t, "second pass")
+	if a := r.action(KindRefundElsewhere, "re_5"); a != ActionReported {
+		t.Fatalf("finding of the cancelled order's refund by others: %q, want %s", a, ActionReported)
+	}
+	if a := r.action(KindRefundElsewhere, "re_6"); a != ActionOrderFollowed {
+		t.Fatalf("finding of the paid order's refund by others: %q, want %s", a, ActionOrderFollowed)
+	}
+	if slices.Contains(r.engine.followed, "ord_5 re_5") || !slices.Contains(r.engine.followed, "ord_6 re_6") {
+		t.Fatalf("follow runs %v, want one for the paid order only", r.engine.followed)
 	}
 }

@@ -205,6 +205,7 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	}
 	m.Found.WithLabelValues(KindWorkflowClosed, ActionRecoveryStarted)
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindRefundElsewhere, ActionReported)
 	m.Found.WithLabelValues(KindRefundFailed, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionReservationReleased)
 	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionRefundSettled)
@@ -686,8 +687,12 @@ func (r *Reconciler) follow(ctx context.Context, p *pass, tr trigger) error {
 	}
 	f := Finding{Kind: tr.kind, Action: ActionOrderFollowed, OrderID: o.ID, Tenant: o.Tenant,
 		ProviderID: tr.id, Amount: o.Amount, Currency: o.Currency, Detail: detail}
-	if ended {
+	if ended && tr.kind == KindDispute {
 		return r.noteDispute(ctx, p, tr, f)
+	}
+	if ended {
+		f.Action = ActionReported
+		return r.record(ctx, p, f)
 	}
 	if err := r.engine.Follow(ctx, o, tr.intent, tr.id); err != nil {
 		if tr.listed {
@@ -702,7 +707,8 @@ func (r *Reconciler) follow(ctx context.Context, p *pass, tr trigger) error {
 // must (the intent pays no order of ours, the order ended otherwise, or the
 // refund request that made the refund explains it). ended: tr is a dispute of an
 // order that had ended (CANCELLED, FAILED, REFUNDED), which keeps its status
-// and shows the dispute.
+// and shows the dispute, or a refund others made of an order that ended
+// CANCELLED or FAILED (its own refund gave back the rest), only reported.
 func (r *Reconciler) followed(ctx context.Context, tr trigger) (o order.Order, why string, ended bool, err error) {
 	orderID, err := r.ledger.OrderOfIntent(ctx, tr.intent)
 	if err != nil || orderID == "" {
@@ -720,6 +726,10 @@ func (r *Reconciler) followed(ctx context.Context, tr trigger) (o order.Order, w
 	switch {
 	case tr.kind == KindDispute && endsDisputed(st.Status):
 		return o, "a dispute (" + tr.dispute + ") of an order that is " + string(st.Status), true, nil
+	case !order.AfterPayment(st.Status) && tr.kind == KindRefundElsewhere && tr.request == "" &&
+		(st.Status == order.StatusCancelled || st.Status == order.StatusFailed):
+		// Its own refund gave back the rest; reported, so someone sees who else did.
+		return o, "made at the provider by others, of an order that is " + string(st.Status), true, nil
 	case !order.AfterPayment(st.Status):
 		return order.Order{}, "", false, nil // ended otherwise: the charges' check covers it
 	case tr.request == "":
