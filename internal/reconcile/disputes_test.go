@@ -48,8 +48,9 @@ func TestADisputeOfAnEndedOrderShowsOnTheOrder(t *testing.T) {
 }
 
 // A refund others made of an order that ended CANCELLED (its own refund gave
-// back the rest) is reported, once, and starts no follow run; one of a paid
-// order has the order follow it.
+// back the rest) is reported, once, and starts no follow run, as is the
+// cancel's own refund that the provider failed; one of a paid order has the
+// order follow it.
 func TestARefundByOthersOfACancelledOrderIsReported(t *testing.T) {
 	r := newRig(t)
 	r.orders.byID["ord_5"] = orderstore.Standing{Tenant: "acme", WorkflowID: "order:acme:5", Status: order.StatusCancelled,
@@ -59,7 +60,10 @@ func TestARefundByOthersOfACancelledOrderIsReported(t *testing.T) {
 	r.rec.ledger = fakeLedger{"pi_5": "ord_5", "pi_6": "ord_6"}
 	r.pay.refunds = append(r.pay.refunds,
 		listed[provider.Refund]{provider.Refund{ID: "re_5", Intent: "pi_5", Amount: 100, Status: "succeeded"}, time.Now()},
-		listed[provider.Refund]{provider.Refund{ID: "re_6", Intent: "pi_6", Amount: 100, Status: "succeeded"}, time.Now()})
+		listed[provider.Refund]{provider.Refund{ID: "re_6", Intent: "pi_6", Amount: 100, Status: "succeeded"}, time.Now()},
+		// The cancel's own refund, failed by the provider (a card that cannot take it).
+		listed[provider.Refund]{provider.Refund{ID: "re_7", Intent: "pi_5", Amount: 700, Status: "failed",
+			Metadata: map[string]string{"orderflow_refund_key": "k"}}, time.Now()})
 	r.pass(t, "first pass")
 	r.pass(t, "second pass")
 	if a := r.action(KindRefundElsewhere, "re_5"); a != ActionReported {
@@ -67,6 +71,9 @@ func TestARefundByOthersOfACancelledOrderIsReported(t *testing.T) {
 	}
 	if a := r.action(KindRefundElsewhere, "re_6"); a != ActionOrderFollowed {
 		t.Fatalf("finding of the paid order's refund by others: %q, want %s", a, ActionOrderFollowed)
+	}
+	if a := r.action(KindRefundFailed, "re_7:failed"); a != ActionReported {
+		t.Fatalf("finding of the cancelled order's own refund failed: %q, want %s", a, ActionReported)
 	}
 	if slices.Contains(r.engine.followed, "ord_5 re_5") || !slices.Contains(r.engine.followed, "ord_6 re_6") {
 		t.Fatalf("follow runs %v, want one for the paid order only", r.engine.followed)

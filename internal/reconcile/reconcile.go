@@ -207,6 +207,7 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionOrderFollowed)
 	m.Found.WithLabelValues(KindRefundElsewhere, ActionReported)
 	m.Found.WithLabelValues(KindRefundFailed, ActionOrderFollowed)
+	m.Found.WithLabelValues(KindRefundFailed, ActionReported)
 	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionReservationReleased)
 	m.Found.WithLabelValues(KindRefundWorkflowEnded, ActionRefundSettled)
 	m.Found.WithLabelValues(KindRefundRowLost, ActionRebuilt)
@@ -730,6 +731,12 @@ func (r *Reconciler) followed(ctx context.Context, tr trigger) (o order.Order, w
 		(st.Status == order.StatusCancelled || st.Status == order.StatusFailed):
 		// Its own refund gave back the rest; reported, so someone sees who else did.
 		return o, "made at the provider by others, of an order that is " + string(st.Status), true, nil
+	case !order.AfterPayment(st.Status) && tr.kind == KindRefundFailed &&
+		(st.Status == order.StatusCancelled || st.Status == order.StatusFailed):
+		// A refund to a card that cannot take it fails again: the customer is
+		// refunded by other means, so a person must see it.
+		return o, "the provider failed a refund of an order that is " + string(st.Status) +
+			": what it gave back is charged again; refund the customer by other means", true, nil
 	case !order.AfterPayment(st.Status):
 		return order.Order{}, "", false, nil // ended otherwise: the charges' check covers it
 	case tr.request == "":
