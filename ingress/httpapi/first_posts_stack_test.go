@@ -81,9 +81,14 @@ func TestFirstPostsNeverLoseTheRaceToTheirWorkflow(t *testing.T) {
 	if n := h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1`, tenant); n != posts+bursts {
 		t.Fatalf("orders = %d, want %d", n, posts+bursts)
 	}
-	stacktest.Eventually(t, 2*time.Minute, "every order paid", func() bool {
-		return h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = $2`, tenant, order.StatusPaid) == posts+bursts
-	})
+	// Paid while payments keep landing: a busy machine (the package's other slow
+	// tests beside it) slows them; only payments that stopped are a failure.
+	paid := func() int {
+		return h.count(t, `SELECT count(*) FROM orders WHERE tenant = $1 AND status = $2`, tenant, order.StatusPaid)
+	}
+	if err := stacktest.Progressing(time.Minute, 6*time.Minute, posts+bursts, paid); err != nil {
+		t.Fatalf("every order paid: %v", err)
+	}
 }
 
 // The race made to happen: a lock on orders (what a migration that locks a hot
