@@ -35,9 +35,21 @@ func (r *rig) waited(t *testing.T, apiKey, prefix string, n int) []time.Duration
 			time.Sleep(time.Second)
 			status, body = r.waitedOnce(t, apiKey, fmt.Sprintf("%s-%d", prefix, i))
 		}
+		var o struct {
+			ID     string
+			Status order.Status
+		}
+		if json.Unmarshal(body, &o) != nil || (status != http.StatusCreated && status != http.StatusAccepted) {
+			t.Fatalf("POST %s-%d: %d %s", prefix, i, status, body)
+		}
+		if status == http.StatusAccepted {
+			// The API's wait ended first (a saturated machine): the client reads
+			// the order until it is paid, and its time counts to then.
+			r.waitStatus(t, o.ID, order.StatusPaid, 2*time.Minute)
+			o.Status = order.StatusPaid
+		}
 		took = append(took, time.Since(began))
-		var o struct{ Status order.Status }
-		if status != http.StatusCreated || json.Unmarshal(body, &o) != nil || o.Status != order.StatusPaid {
+		if o.Status != order.StatusPaid {
 			t.Fatalf("POST %s-%d: %d %s", prefix, i, status, body)
 		}
 	}
