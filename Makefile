@@ -31,7 +31,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ##  - the faults lane: the rows that restart the stack's servers or measure a
 ##    flood, one at a time, on a second dev stack;
 ##  - the cluster lane: the cluster profile, built, then the fleet test, the
-##    flood, the failover to a replica and the search for a tenant's orders;
+##    flood, the failover to a replica, the restores (orders, refunds) and the
+##    search for a tenant's orders;
 ## then, with the machine to itself, the rows that time another tenant's
 ## orders during a flood and split the provider's budget ($(ALONE)). Ends with
 ## the fault ledger, the slowest

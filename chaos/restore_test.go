@@ -18,6 +18,7 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/reconcile"
 	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/internal/sandbox"
 	"github.com/orderflow/orderflow/internal/stacktest"
 )
 
@@ -205,12 +206,14 @@ func TestChaosACancelledOrderLostToARestoreStaysCancelled(t *testing.T) {
 	}
 }
 
-// A refund of 300 succeeds after the snapshot PostgreSQL is then restored to:
-// its row, its key and the order's amount are lost, while the provider and
-// Temporal remember them. Within two reconcile intervals the refund reads
-// SUCCEEDED again under its ID and the order says 300; a retry of its key names
-// that refund and refunds nothing more; a new refund larger than what is really
-// left fails. The provider refunded 300, once.
+// A refund of 300 by HTTP and one of 200 by Kafka succeed after the snapshot
+// PostgreSQL is then restored to, and one of 100 is at the provider when it is:
+// their rows, the key, the processed event and the order's amount are lost,
+// while the provider and Temporal remember them. Within two reconcile intervals
+// each refund reads SUCCEEDED under its ID (the one in flight ends too) and the
+// order says 600; a retry of the key names its refund SUCCEEDED, and the event
+// delivered again makes none; a new refund larger than what is really left
+// fails. The provider refunded 300, 200 and 100, once each.
 func TestChaosARefundLostToARestoreIsRebuilt(t *testing.T) {
 	r := newRig(t)
 	r.startWorker(t, nil)
@@ -223,8 +226,27 @@ func TestChaosARefundLostToARestoreIsRebuilt(t *testing.T) {
 	if err := json.Unmarshal(body, &first); err != nil || (code != 201 && code != 202) || first.ID == "" {
 		t.Fatalf("refund: %d %s", code, body)
 	}
-	r.refundsSettled(t, id, 1, time.Minute)
-	r.waitStatus(t, id, order.StatusPartiallyRefunded, time.Minute)
+	w := r.writer()
+	defer w.Close()
+	r.produceRefund(t, w, "lost-200", id, 200)
+	r.refundsSettled(t, id, 2, time.Minute)
+	stacktest.Eventually(t, time.Minute, "the order to say 500 refunded", func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND amount_refunded = 500`, id) == 1
+	})
+	var eventRefund string
+	if err := r.Pool.QueryRow(context.Background(), `SELECT id FROM refunds WHERE order_id = $1 AND amount = 200`, id).Scan(&eventRefund); err != nil {
+		t.Fatal(err)
+	}
+	// A third, of 100, is at the provider for 8 s when the database goes back.
+	r.Sim.SetFaults(sandbox.Faults{Only: "refund", LatencyMS: 8000, Slow: 1})
+	code, body = r.requestRefund(t, id, "in-flight-100", 100)
+	var inFlight struct{ ID string }
+	if err := json.Unmarshal(body, &inFlight); err != nil || code >= 300 || inFlight.ID == "" {
+		t.Fatalf("refund in flight: %d %s", code, body)
+	}
+	stacktest.Eventually(t, time.Minute, "the refund of 100 reserved", func() bool {
+		return r.count(t, `SELECT count(*) FROM refunds WHERE id = $1 AND amount = 100`, inFlight.ID) == 1
+	})
 	r.restore(t, dump)
 	api.Kill(t) // a new pod: no answer of the key in memory
 	r.startAPI(t)
@@ -233,30 +255,42 @@ func TestChaosARefundLostToARestoreIsRebuilt(t *testing.T) {
 		var v struct{ Status string }
 		return json.Unmarshal(r.get(t, "/v1/refunds/"+first.ID), &v) == nil && v.Status == string(refund.StatusSucceeded)
 	})
-	stacktest.Eventually(t, within, "the order to say 300 refunded", func() bool {
-		return r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND amount_refunded = 300`, id) == 1
+	stacktest.Eventually(t, within, "the event's lost refund to read SUCCEEDED under its ID", func() bool {
+		var v struct{ Status string }
+		return json.Unmarshal(r.get(t, "/v1/refunds/"+eventRefund), &v) == nil && v.Status == string(refund.StatusSucceeded)
 	})
+	stacktest.Eventually(t, within+10*time.Second, "the refund in flight to end SUCCEEDED under its ID", func() bool {
+		var v struct{ Status string }
+		return json.Unmarshal(r.get(t, "/v1/refunds/"+inFlight.ID), &v) == nil && v.Status == string(refund.StatusSucceeded)
+	})
+	stacktest.Eventually(t, within, "the order to say 600 refunded", func() bool {
+		return r.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND amount_refunded = 600`, id) == 1
+	})
+	r.produceRefund(t, w, "lost-200", id, 200) // delivered again: the consumer has forgotten it
 	code, body = r.requestRefund(t, id, "lost-300", 300)
 	var again struct{ ID, Status string }
-	if err := json.Unmarshal(body, &again); err != nil || code >= 300 || again.ID != first.ID {
-		t.Fatalf("retry of the key: %d %s, want refund %s", code, body, first.ID)
+	if err := json.Unmarshal(body, &again); err != nil || code >= 300 || again.ID != first.ID || again.Status != string(refund.StatusSucceeded) {
+		t.Fatalf("retry of the key: %d %s, want refund %s SUCCEEDED", code, body, first.ID)
 	}
 	stacktest.Eventually(t, within, "the retried key's refund to read SUCCEEDED", func() bool {
 		var v struct{ Status string }
 		return json.Unmarshal(r.get(t, "/v1/refunds/"+first.ID), &v) == nil && v.Status == string(refund.StatusSucceeded)
 	})
-	if code, body := r.requestRefund(t, id, "too-much", 1100); code < 300 {
-		r.refundsSettled(t, id, 2, time.Minute)
-		if n := r.count(t, `SELECT count(*) FROM refunds WHERE order_id = $1 AND status = 'FAILED' AND amount_requested = 1100`, id); n != 1 {
-			t.Fatalf("a refund of 1100 with 999 left: %d %s, not failed", code, body)
+	if code, body := r.requestRefund(t, id, "too-much", 1000); code < 300 {
+		r.refundsSettled(t, id, 4, time.Minute)
+		if n := r.count(t, `SELECT count(*) FROM refunds WHERE order_id = $1 AND status = 'FAILED' AND amount_requested = 1000`, id); n != 1 {
+			t.Fatalf("a refund of 1000 with 699 left: %d %s, not failed", code, body)
 		}
 	}
+	if n := r.count(t, `SELECT count(*) FROM refunds WHERE order_id = $1 AND status = 'SUCCEEDED'`, id); n != 3 {
+		t.Fatalf("%d refunds of the order SUCCEEDED, want the three lost ones", n)
+	}
 	requests, cancels, outside := r.providerRefunds(t, id)
-	line := fmt.Sprintf("%-44s refunded=%d (requests=%d cancels=%d outside=%d)", "restore: a refund of 300 lost", requests+cancels+outside,
-		requests, cancels, outside)
+	line := fmt.Sprintf("%-44s refunded=%d (requests=%d cancels=%d outside=%d)", "restore: refunds of 300, 200 (Kafka), 100 lost",
+		requests+cancels+outside, requests, cancels, outside)
 	t.Log(line)
 	appendSummary(line)
-	if requests != 300 || cancels+outside != 0 {
-		t.Fatalf("the provider refunded other than 300 once: %s", line)
+	if requests != 600 || cancels+outside != 0 || len(r.Sim.Refunds()) != 3 {
+		t.Fatalf("the provider refunded other than 300, 200 and 100 once each: %s", line)
 	}
 }
