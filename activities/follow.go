@@ -102,7 +102,12 @@ func (a *Payments) refundedByOthers(ctx context.Context, in FollowInput, refunds
 			continue
 		}
 		refunded += re.Amount
-		if re.Metadata[refundRequestField] != "" {
+		if req := re.Metadata[refundRequestField]; req != "" {
+			// The provider's word is final: a request released while its refund
+			// was on its way (its run terminated, its row rebuilt) made it.
+			if _, err := a.refunds.Settle(ctx, req, re.ID, re.Amount); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		if err := a.ledger.RecordRefundByOthers(ctx, in.OrderID, in.IntentID, re.ID, re.Amount, in.Currency); err != nil {

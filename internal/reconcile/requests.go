@@ -79,9 +79,11 @@ func (s *Store) ReleaseRefund(ctx context.Context, id, failure string) (bool, er
 // running: a reservation is not money, so one that no run will send must not
 // hold part of its order's charge (later refunds and the cancel wait on it). The
 // provider decides how it ends: its refund of the request, if any, is the
-// request's (SUCCEEDED, and the order follows); none, and it ends FAILED. A run
-// that is still sending settles a released row again when its refund lands (the
-// provider's word is final). A failure is a finding; the next pass tries again.
+// request's (SUCCEEDED, and the order follows); none, and a reserved one ends
+// FAILED. One that reserved nothing holds nothing: it ends FAILED only once its
+// key is forgotten (a day), since its start may still come. A run that is still
+// sending settles a released row again when its refund lands (the provider's
+// word is final). A failure is a finding; the next pass tries again.
 func (r *Reconciler) requestsSide(ctx context.Context, p *pass) error {
 	rq, ok := r.findings.(Requests)
 	lists, listsOK := r.provider.(IntentRefunds)
@@ -115,7 +117,7 @@ func (r *Reconciler) endStale(ctx context.Context, p *pass, rq Requests, lists I
 		return err
 	}
 	var made *provider.Refund
-	if intent != "" && row.Amount > 0 {
+	if intent != "" {
 		refunds, err := lists.IntentRefunds(ctx, intent)
 		p.rep.ProviderRequests++
 		if err != nil {
@@ -126,6 +128,11 @@ func (r *Reconciler) endStale(ctx context.Context, p *pass, rq Requests, lists I
 				made = &refunds[i]
 			}
 		}
+	}
+	if made == nil && row.Amount == 0 && row.UpdatedAt.After(p.start.Add(-keyLife)) {
+		// Nothing reserved, so nothing held: its workflow may not have started
+		// yet (Temporal down when it was asked), and the client's retry starts it.
+		return nil
 	}
 	if made == nil {
 		f.Action, f.Detail = ActionReservationReleased, "its workflow ended with no refund at the provider: "+string(refund.StatusFailed)
