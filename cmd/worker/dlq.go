@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/cmd/internal/settings"
@@ -260,14 +261,7 @@ func dlqPurge(ctx context.Context, getenv func(string) string, opts consumer.Pur
 	e := config.New(getenv)
 	url, cluster, keys := e.Required("DATABASE_URL"), e.Kafka(), e.Required("PAYLOAD_KEYS")
 	_, _, opts.DLQTopic = settings.Topics(e)
-	if err := e.Err(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	ring, err := payloadcodec.ParseKeyring(keys)
-	if err != nil {
-		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
-	}
-	pool, err := database.Open(ctx, url, 2, nil)
+	codec, pool, err := openLetters(ctx, e, url, keys)
 	if err != nil {
 		return err
 	}
@@ -277,7 +271,7 @@ func dlqPurge(ctx context.Context, getenv func(string) string, opts consumer.Pur
 		verb, prefix = "would purge", "dry run, nothing recorded: "
 	}
 	opts.Discarded = func(id consumer.Identity) { fmt.Fprintf(stdout, "%s: %s\n", verb, id) }
-	sum, err := consumer.Purge(ctx, cluster, opts, consumer.NewRedrives(pool), payloadcodec.New(ring))
+	sum, err := consumer.Purge(ctx, cluster, opts, consumer.NewRedrives(pool), codec)
 	fmt.Fprintf(stdout, "%s%s: %s\n", prefix, opts.DLQTopic, sum)
 	return err
 }
@@ -310,21 +304,14 @@ func redrive(ctx context.Context, getenv func(string) string, opts consumer.Redr
 	url, cluster, keys := e.Required("DATABASE_URL"), e.Kafka(), e.Required("PAYLOAD_KEYS")
 	_, opts.RequestsTopic, opts.DLQTopic = settings.Topics(e)
 	logger := telemetry.NewLogger(stdout, e.Level())
-	if err := e.Err(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	ring, err := payloadcodec.ParseKeyring(keys)
-	if err != nil {
-		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
-	}
-	pool, err := database.Open(ctx, url, 2, nil)
+	codec, pool, err := openLetters(ctx, e, url, keys)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	w := kafkaclient.NewWriter(cluster, "")
 	defer w.Close()
-	sum, err := consumer.Redrive(ctx, cluster, opts, w, consumer.NewRedrives(pool), payloadcodec.New(ring), logger)
+	sum, err := consumer.Redrive(ctx, cluster, opts, w, consumer.NewRedrives(pool), codec, logger)
 	if opts.DryRun {
 		fmt.Fprintf(stdout, "dry run, nothing written: %s -> %s: %s (redriven: would be)\n", opts.DLQTopic, opts.RequestsTopic, sum)
 		return err
@@ -403,4 +390,22 @@ func short(s string) string {
 		return string(r[:64]) + "…"
 	}
 	return dash(s)
+}
+
+// openLetters checks the configuration e read, then opens what settling dead
+// letters needs: the codec that opens them (PAYLOAD_KEYS) and a small pool for
+// the record of what was redriven or purged.
+func openLetters(ctx context.Context, e *config.Env, url, keys string) (*payloadcodec.Codec, *pgxpool.Pool, error) {
+	if err := e.Err(); err != nil {
+		return nil, nil, fmt.Errorf("configuration: %w", err)
+	}
+	ring, err := payloadcodec.ParseKeyring(keys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
+	}
+	pool, err := database.Open(ctx, url, 2, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return payloadcodec.New(ring), pool, nil
 }
