@@ -50,11 +50,11 @@ func (r *rig) cancelUnderWay(t *testing.T, orderID string) bool {
 	if err := r.Pool.QueryRow(context.Background(), `SELECT workflow_id FROM orders WHERE id = $1`, orderID).Scan(&wf); err != nil {
 		t.Fatal(err)
 	}
-	desc, err := r.Temporal.DescribeWorkflowExecution(context.Background(), wf, "")
+	desc, err := r.Temporal.DescribeWorkflow(context.Background(), wf, "")
 	if err != nil {
 		return false
 	}
-	for _, pa := range desc.GetPendingActivities() {
+	for _, pa := range desc.RawResponse.GetPendingActivities() {
 		if pa.GetActivityType().GetName() == "RefundIntent" && pa.GetAttempt() >= 2 {
 			return true
 		}

@@ -111,7 +111,7 @@ func (b *budget) acquire(ctx context.Context, tenant string) error {
 	b.mu.Lock()
 	if !b.dispatch {
 		b.dispatch = true
-		go b.dispatcher()
+		go b.dispatcher() //nolint:gosec // G118: it serves every waiter, not this request, and stops when none waits
 	}
 	q := b.queues[tenant]
 	if q == nil {
