@@ -61,11 +61,23 @@ func (a *Payments) CreateIntent(ctx context.Context, in IntentInput) (IntentResu
 	stop := Heartbeat(ctx)
 	pi, err := a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
 		reconcile.IntentMetadata(in.OrderID, in.Tenant, in.WorkflowID))
+	if keyReused(err) {
+		// The key was first sent by a release whose intents did not name their
+		// workflow: its request again gets the intent it made.
+		pi, err = a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
+			reconcile.IntentMetadata(in.OrderID, in.Tenant, ""))
+	}
 	stop()
 	if err != nil {
 		return IntentResult{}, a.failed(ctx, in.Key, err)
 	}
 	return IntentResult{Key: in.Key, IntentID: pi.ID}, a.ledger.Settle(ctx, in.Key, ledger.Created, pi.ID)
+}
+
+// keyReused reports a key the provider took first with other parameters.
+func keyReused(err error) bool {
+	var perr *provider.Error
+	return errors.As(err, &perr) && perr.KeyReused()
 }
 
 // ConfirmInput asks to confirm the order's intent with Key.

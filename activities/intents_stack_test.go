@@ -147,3 +147,26 @@ func TestProviderErrorTextIsScrubbed(t *testing.T) {
 		t.Fatalf("error text %q: want the token scrubbed", err)
 	}
 }
+
+// An intent created by a release whose intents did not name their workflow, its
+// answer lost: the retry after the deploy sends the key with the new metadata,
+// which the provider refuses as another request (idempotency_error), and then
+// as the release before sent it, which gets the intent made: one intent, never
+// a creation refused for good.
+func TestAnIntentCreatedBeforeItsMetadataChangedIsFoundByItsKey(t *testing.T) {
+	pay, prov, _, o := newPayments(t)
+	ctx := context.Background()
+	step := activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: order.PaymentKey(o.WorkflowID, "intent", 0)}
+	before, err := prov.CreateIntent(ctx, step.Key, o.Amount, o.Currency, o.PaymentMethod, map[string]string{"order_id": o.ID, "tenant": "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := pay.CreateIntent(ctx, activities.IntentInput{Step: step, Tenant: "t", PaymentMethod: o.PaymentMethod})
+	if err != nil || in.IntentID != before.ID {
+		t.Fatalf("creation retried after the deploy: %+v, %v; want intent %s", in, err, before.ID)
+	}
+	n := 0
+	if err := prov.ListIntents(ctx, time.Now().Add(-time.Hour), func(page []provider.Intent) error { n += len(page); return nil }); err != nil || n != 1 {
+		t.Fatalf("%d intents at the provider (%v), want 1", n, err)
+	}
+}

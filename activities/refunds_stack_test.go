@@ -347,3 +347,28 @@ func TestARefundWhoseRowIsLostFinishesFromItsRun(t *testing.T) {
 		t.Fatalf("the refund's row: %+v, %v", row, err)
 	}
 }
+
+// A refund sent by a release whose refunds did not name their workflow, its
+// answer lost: the send after the deploy is refused as another request with the
+// key (idempotency_error), and the intent's refunds, read then, name the refund
+// made: settled once, never sent again.
+func TestARefundSentBeforeItsMetadataChangedIsFoundByItsKey(t *testing.T) {
+	p := newPaidOrder(t, 1299)
+	ctx := context.Background()
+	r := p.request(t, 300)
+	if res, err := p.pay.ReserveRefund(ctx, r); err != nil || res.Status != refund.StatusPending {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	before, err := p.prov.RefundIntent(ctx, activities.SendKey(r.WorkflowID, 0), p.intent, 300,
+		map[string]string{"order_id": r.OrderID, "orderflow_refund_request": r.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.send(t, r, 0)
+	if err != nil || res.Status != refund.StatusSucceeded || res.ProviderRefundID != before.ID {
+		t.Fatalf("the send after the deploy: %+v, %v; want refund %s", res, err, before.ID)
+	}
+	if got := p.refunded(); got != 300 {
+		t.Fatalf("refunded %d, want 300 once", got)
+	}
+}
