@@ -55,6 +55,14 @@ type IntentRefunds interface {
 	IntentRefunds(ctx context.Context, intentID string) ([]provider.Refund, error)
 }
 
+// A pass finds these by assertion: what the worker passes New must have them,
+// or refund requests would go unreconciled without a word.
+var (
+	_ Requests      = (*Store)(nil)
+	_ Requests      = Reopening{}
+	_ IntentRefunds = (*provider.Client)(nil)
+)
+
 // StaleRefunds returns the PENDING refund requests last changed before before.
 func (s *Store) StaleRefunds(ctx context.Context, before time.Time, limit int) ([]refundstore.Row, error) {
 	return s.refunds.Stale(ctx, before, limit)
