@@ -78,17 +78,23 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 		Interceptors:                           o.Interceptors,
 		DisableEagerActivities:                 !o.Eager,
 	})
-	w.RegisterWorkflow(workflows.Order)
-	w.RegisterWorkflow(orderv1.OrderWorkflow)
+	RegisterWorkflows(w)
 	w.RegisterActivity(a.Orders)
 	w.RegisterActivity(a.Payments)
 	w.RegisterActivity(a.Charges)
 	w.RegisterActivity(a.Events)
-	w.RegisterWorkflow(workflows.Reconcile)
-	w.RegisterWorkflow(workflows.FollowPayment)
-	w.RegisterWorkflow(workflows.Refund)
 	if a.Reconciler != nil {
 		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
 	}
 	return w
+}
+
+// RegisterWorkflows registers the workflows this build runs in r: a worker, or a
+// replayer that checks running histories against this build (worker shadow).
+func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
+	r.RegisterWorkflow(workflows.Order)
+	r.RegisterWorkflow(orderv1.OrderWorkflow)
+	r.RegisterWorkflow(workflows.Reconcile)
+	r.RegisterWorkflow(workflows.FollowPayment)
+	r.RegisterWorkflow(workflows.Refund)
 }
