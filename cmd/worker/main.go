@@ -9,8 +9,11 @@
 //	worker findings ack ID... --by NAME    acknowledge findings
 //	worker tenants list                    every tenant: its keys, its budget, its orders
 //	worker orders show ID|KEY              an order across tenants, its payments, refunds, findings, workflow
+//	worker orders repair --query Q --reset-to first|last [--rate N] [--dry-run]
+//	                                       reset the current run of each listed workflow that failed, once
 //	worker dlq redrive [--id ID]...        re-publish dead letters to the requests topic, each once
 //	                                       (or --tenant T --kind K --event-id ID...)
+//	worker shadow [--since D] [--limit N]  replay running workflows on this build; exit 1 if one would charge otherwise
 //	worker version                         print the build's version
 package main
 
@@ -52,10 +55,12 @@ func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
 		findingsAckCommand(getenv, stdout),
 		tenantsListCommand(getenv, stdout),
 		ordersShowCommand(getenv, stdout),
+		ordersRepairCommand(getenv, stdout, stderr),
 		dlqListCommand(getenv, stdout),
 		dlqShowCommand(getenv, stdout, stderr),
 		dlqPurgeCommand(getenv, stdout),
 		dlqRedriveCommand(getenv, stdout),
+		shadowCommand(getenv, stdout, stderr),
 	}}
 }
 

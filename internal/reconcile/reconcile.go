@@ -48,6 +48,9 @@ const (
 	// (a database restored from a newer dump than the provider's view, a clock
 	// set back): the pass read as a first pass does.
 	KindCursorAhead = "cursor_ahead"
+	// KindRepairFailed: a run `worker orders repair` could not reset (its
+	// provider_id holds the run); a second repair tries it again.
+	KindRepairFailed = "repair_failed"
 )
 
 // Actions taken on a discrepancy.
