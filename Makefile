@@ -26,7 +26,8 @@ TEST_ENV := ORDERFLOW_STACK_ENV=$(STACK)/env ORDERFLOW_REQUIRE_STACK=1 ORDERFLOW
 ## there if one fails; then, side by side, each part on a stack of its own (scripts/lane):
 ##  - on the dev stack: every Go test with the race detector (stack tests
 ##    required), then the fault suite's rows that share the stack, four at a
-##    time (beside the Go tests they would time out on its Temporal dev server);
+##    time (beside the Go tests they would time out on its Temporal dev server),
+##    then the shadow gate over the runs they left (scripts/shadow-gate);
 ##  - the tests of the other modules (make modules);
 ##  - the faults lane: the rows that restart the stack's servers or measure a
 ##    flood, one at a time, on a second dev stack;
@@ -53,12 +54,13 @@ test:
 	  $(TEST_ENV) scripts/timed "go tests (race, dev stack)" $(GO) test -tags stack -race -p 4 -count=1 -v -timeout 40m $$($(GO) list ./... | grep -v '/deploy/'); a=$$?; \
 	  $(TEST_ENV) scripts/timed "fault suite: shared rows (dev stack)" $(GO) test -tags chaos -p 1 -parallel 4 -count=1 -v -timeout 30m \
 	    -run "$$(scripts/chaos-rows parallel)" ./chaos/; b=$$?; \
+	  ORDERFLOW_STACK_DIR=$(STACK) scripts/timed "shadow gate over the dev stack's runs" scripts/shadow-gate; d=$$?; \
 	  wait $$om; e=$$?; cat $(STACK)/modules.log; \
 	  wait $$fl; f=$$?; cat $(STACK)/lane-faults.log; \
 	  wait $$cl; c=$$?; cat $(STACK)/lane-cluster.log; \
 	  $(TEST_ENV) ORDERFLOW_CHAOS_LANE=alone scripts/timed "fault suite: the floods that time another tenant, the budget's split (dev stack, alone)" \
 	    $(GO) test -tags chaos -count=1 -v -timeout 15m -run '$(ALONE)' ./chaos/; g=$$?; \
-	  exit $$((a | b | c | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log; st=$$?; \
+	  exit $$((a | b | c | d | e | f | g)); } 2>&1 | tee $(STACK)/test.log | scripts/test-summary | tee $(STACK)/test-console.log; st=$$?; \
 	  echo "fault suite ledger:"; cat $(STACK)/chaos-summary.txt; scripts/timed --report; tail -1 $(STACK)/test-console.log; exit $$st
 
 # ALONE is the row that times another tenant's orders while one tenant's flood

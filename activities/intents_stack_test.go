@@ -41,32 +41,6 @@ func newPayments(t *testing.T) (*activities.Payments, *provider.Client, *sandbox
 	return activities.NewPayments(pool, prov, activities.NewPaymentMetrics(prometheus.NewRegistry())), prov, sim, o
 }
 
-// On the Charges path, a refund's lookup counts the charge refunded only when the
-// refunds add up to it: one cent refunded by someone else is not our refund.
-func TestChargesPathRefundLookupIsNotAnyRefund(t *testing.T) {
-	pay, prov, _, o := newPayments(t)
-	charges := activities.NewCharges(pay, prov)
-	ctx := context.Background()
-	step := activities.Step{WorkflowID: o.WorkflowID, OrderID: o.ID, Amount: o.Amount, Currency: o.Currency, Key: order.PaymentKey(o.WorkflowID, "charge", 0)}
-	ch, err := charges.Charge(ctx, activities.ChargeInput{Step: step, PaymentMethod: o.PaymentMethod})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := prov.Refund(ctx, "someone-else", ch.ChargeID, 1); err != nil {
-		t.Fatal(err)
-	}
-	in := activities.LookupInput{OrderID: o.ID, ChargeID: ch.ChargeID, Key: order.PaymentKey(o.WorkflowID, "refund", 0), Amount: o.Amount}
-	if res, err := charges.Lookup(ctx, in); err != nil || res.Found {
-		t.Fatalf("after a 1-cent refund by someone else: %+v, %v; want not found", res, err)
-	}
-	if _, err := prov.Refund(ctx, "the-rest", ch.ChargeID, o.Amount-1); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := charges.Lookup(ctx, in); err != nil || !res.Found {
-		t.Fatalf("after the rest was refunded: %+v, %v; want found", res, err)
-	}
-}
-
 // A second confirm of an intent that already succeeded charges nothing: the ledger
 // records the intent's charge once, whichever keys asked, so it nets what the
 // provider holds.

@@ -110,8 +110,7 @@ func NewPayments(pool *pgxpool.Pool, provider Provider, m PaymentMetrics) *Payme
 }
 
 // Step is one payment of an order, in the input of every payment activity. Key is
-// the provider key the workflow derived (order.PaymentKey); empty in workflows
-// started before it, which use the legacy key.
+// the provider key the workflow derived (order.PaymentKey).
 type Step struct {
 	WorkflowID string
 	OrderID    string

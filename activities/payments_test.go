@@ -50,15 +50,15 @@ func TestClassifyProviderErrors(t *testing.T) {
 // embedded Step must keep every field at the top level.
 func TestPaymentInputsKeepTheirWireShape(t *testing.T) {
 	step := Step{WorkflowID: "order:acme:k", OrderID: "ord_1", Amount: 1299, Currency: "USD", Key: "ofpay_x"}
-	charge, _ := json.Marshal(ChargeInput{Step: step, PaymentMethod: "pm_card_visa"})
-	if want := `{"WorkflowID":"order:acme:k","OrderID":"ord_1","Amount":1299,"Currency":"USD","Key":"ofpay_x","PaymentMethod":"pm_card_visa"}`; string(charge) != want {
-		t.Errorf("charge input = %s, want %s", charge, want)
+	pay, _ := json.Marshal(PayInput{IntentInput: IntentInput{Step: step, Tenant: "acme", PaymentMethod: "pm_card_visa"}, ConfirmKey: "ofpay_y"})
+	if want := `{"WorkflowID":"order:acme:k","OrderID":"ord_1","Amount":1299,"Currency":"USD","Key":"ofpay_x","Tenant":"acme","PaymentMethod":"pm_card_visa","ConfirmKey":"ofpay_y"}`; string(pay) != want {
+		t.Errorf("pay input = %s, want %s", pay, want)
 	}
-	var in RefundInput
-	if err := json.Unmarshal([]byte(`{"WorkflowID":"order:acme:k","OrderID":"ord_1","ChargeID":"ch_1","Amount":1299,"Currency":"USD","Key":""}`), &in); err != nil {
+	var in RefundIntentInput
+	if err := json.Unmarshal([]byte(`{"WorkflowID":"order:acme:k","OrderID":"ord_1","IntentID":"pi_1","Amount":1299,"Currency":"USD","Key":""}`), &in); err != nil {
 		t.Fatal(err)
 	}
-	if in.OrderID != "ord_1" || in.ChargeID != "ch_1" || in.Amount != 1299 || in.WorkflowID != "order:acme:k" {
+	if in.OrderID != "ord_1" || in.IntentID != "pi_1" || in.Amount != 1299 || in.WorkflowID != "order:acme:k" {
 		t.Errorf("refund input from an earlier worker = %+v", in)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
-	"github.com/orderflow/orderflow/workflows/orderv1"
 )
 
 // Options are the worker's limits.
@@ -40,36 +39,26 @@ type Options struct {
 type Activities struct {
 	Orders   *activities.Orders
 	Payments *activities.Payments
-	Charges  *activities.Charges // for runs of orderv1 alone
 	Events   *activities.Events
 	// Reconciler runs reconcile passes; nil in a worker that runs none.
 	Reconciler *Reconciler
 }
 
-// Provider is the payment provider the activities call: PaymentIntents, and the
-// Charges API of frozen runs.
-type Provider interface {
-	activities.Provider
-	activities.ChargesAPI
-}
-
 // NewActivities builds the activities of one worker process: the order store and
 // the payments ledger on pool, the provider, and the events writer (t traces each
 // publish; nil for none). The payment metrics register in reg.
-func NewActivities(pool *pgxpool.Pool, pay Provider, events activities.MessageWriter, reg prometheus.Registerer, t *tracing.Tracing) Activities {
+func NewActivities(pool *pgxpool.Pool, pay activities.Provider, events activities.MessageWriter, reg prometheus.Registerer, t *tracing.Tracing) Activities {
 	payments := activities.NewPayments(pool, pay, activities.NewPaymentMetrics(reg))
 	return Activities{
 		Orders:   activities.NewOrders(pool),
 		Payments: payments,
-		Charges:  activities.NewCharges(payments, pay),
 		Events:   activities.NewEvents(events, t),
 	}
 }
 
 // New returns a worker on o.TaskQueue with the order workflows and their
-// activities: workflows.Order, which new orders start, and the frozen
-// orderv1.OrderWorkflow, which runs started before it finish on; and
-// workflows.Refund, which refund requests start.
+// activities: workflows.Order, which orders start, and workflows.Refund, which
+// refund requests start.
 func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     o.MaxConcurrentActivities,
@@ -81,7 +70,6 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	RegisterWorkflows(w)
 	w.RegisterActivity(a.Orders)
 	w.RegisterActivity(a.Payments)
-	w.RegisterActivity(a.Charges)
 	w.RegisterActivity(a.Events)
 	if a.Reconciler != nil {
 		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
@@ -93,7 +81,6 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 // replayer that checks running histories against this build (worker shadow).
 func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflow(workflows.Order)
-	r.RegisterWorkflow(orderv1.OrderWorkflow)
 	r.RegisterWorkflow(workflows.Reconcile)
 	r.RegisterWorkflow(workflows.FollowPayment)
 	r.RegisterWorkflow(workflows.Refund)

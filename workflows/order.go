@@ -15,7 +15,7 @@ import (
 	"github.com/orderflow/orderflow/internal/order"
 )
 
-// Names clients use to talk to a running order (orderv1's runs answer to the same).
+// Names clients use to talk to a running order.
 const (
 	QueryStatus  = "status"
 	UpdateCancel = "cancel"
@@ -224,7 +224,7 @@ type run struct {
 // Order records the order, pays it with one PaymentIntent, marks it paid and
 // publishes OrderPaid. A decline ends it PAYMENT_DECLINED; a failure after the
 // charge refunds and ends it FAILED; the cancel update cancels or refunds until it
-// is fulfilled. (Runs started before it are orderv1.OrderWorkflow's.)
+// is fulfilled.
 func Order(ctx workflow.Context, in PlaceOrder) (OrderResult, error) {
 	in.Order.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{in: in, res: OrderResult{OrderID: in.Order.ID, Status: order.StatusPending}, cancels: workflow.NewBufferedChannel(ctx, 1)}

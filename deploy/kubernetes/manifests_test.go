@@ -197,7 +197,7 @@ func checkManifests(t *testing.T, o objects) {
 		// apply fails while it exists, and its pods run on the old schema.
 		t.Errorf("Job %s: a fixed-name Job cannot be applied again; migrate in an init container", j.Name)
 	}
-	for name, inits := range map[string][]string{"orderflow-api": {"migrate"}, "orderflow-worker": {"migrate", "bootstrap"}} {
+	for name, inits := range map[string][]string{"orderflow-api": {"migrate"}, "orderflow-worker": {"migrate", "bootstrap", "shadow"}} {
 		var got []string
 		for _, c := range o.deployments[name].Spec.Template.Spec.InitContainers {
 			got = append(got, c.Args[0])

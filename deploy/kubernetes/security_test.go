@@ -14,7 +14,7 @@ import (
 // uses are the services each process of each Deployment connects to.
 var uses = map[string]map[string][]string{
 	"orderflow-api":    {"migrate": {"postgres"}, "api": {"postgres", "temporal"}},
-	"orderflow-worker": {"migrate": {"postgres"}, "bootstrap": {"temporal", "kafka"}, "worker": {"postgres", "temporal", "kafka"}},
+	"orderflow-worker": {"migrate": {"postgres"}, "bootstrap": {"temporal", "kafka"}, "shadow": {"temporal"}, "worker": {"postgres", "temporal", "kafka"}},
 }
 
 // component is a security component and what it gives a process of one service.

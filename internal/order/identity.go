@@ -64,12 +64,6 @@ func PaymentKey(workflowID, op string, generation int) string {
 	return "ofpay_" + identity.Lower(identity.Digest("payment", workflowID, op, strconv.Itoa(generation)))[:46]
 }
 
-// LegacyPaymentKey is the key of workflows started before PaymentKey: it carries the
-// workflow ID, so a long client key made it longer than the provider accepts.
-func LegacyPaymentKey(workflowID, op string) string {
-	return workflowID + "/" + op
-}
-
 // Fingerprint identifies an order's content: a version byte (1), then a SHA-256 of
 // the canonical request: customer_id, currency, the item count and each item's
 // sku, quantity, unit_amount, then payment_method, each as

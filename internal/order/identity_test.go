@@ -86,9 +86,6 @@ func TestPaymentKeysAreFixedLengthAndDistinct(t *testing.T) {
 			}
 		}
 	}
-	if len(LegacyPaymentKey(long, "charge")) <= 255 {
-		t.Fatal("the legacy key of the longest client key fits: the test no longer shows why PaymentKey exists")
-	}
 }
 
 func TestDerivedIDsAreStableAndDistinct(t *testing.T) {

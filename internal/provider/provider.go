@@ -244,7 +244,8 @@ func (c *Client) IntentRefunds(ctx context.Context, intentID string) ([]Refund, 
 }
 
 // Charge charges amount (minor units) to the payment method token through the
-// Charges API: only runs started before PaymentIntents do.
+// Charges API, as another integration of the same account may (orderflow pays
+// through PaymentIntents).
 func (c *Client) Charge(ctx context.Context, key string, amount int64, currency, paymentMethod, orderID string) (Charge, error) {
 	p := &stripe.ChargeCreateParams{
 		Amount: stripe.Int64(amount), Currency: stripe.String(strings.ToLower(currency)),

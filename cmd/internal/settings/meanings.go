@@ -30,7 +30,7 @@ func meanings() map[string]string {
 		"TENANT_BURST":                           "the requests a tenant may send at once within that budget",
 		"TENANT_LIMITS_REFRESH":                  "how often the tenants' own budgets are read",
 		"CANCEL_WINDOW":                          "how long a paid order stays cancellable (with a refund) before it counts as fulfilled",
-		"PAYMENT_LOOKUP_DELAY":                   "the provider's search consistency window: how long before orphan intents are swept, and before runs on the Charges API look an unknown outcome up (`make run` uses 5s with the sandbox)",
+		"PAYMENT_LOOKUP_DELAY":                   "the provider's search consistency window: how long before orphan intents are swept (`make run` uses 5s with the sandbox)",
 		"PAYMENT_ACTION_TIMEOUT":                 "how long an order waits on its customer to authenticate before its intent is cancelled (at most 7 days)",
 		"PAYMENT_POLL_INTERVAL":                  "the longest pause between an order's reads of an intent that waits on its customer or is processing: the fallback that needs no webhook (100ms to 10m)",
 		"IDEMPOTENCY_TTL":                        "how long an Idempotency-Key and its response are kept (beyond Temporal's retention; 24h at least); each answer says until when (`Idempotency-Key-Expires`), and after it the order the key made answers ([retention](retention.md))",
