@@ -115,98 +115,138 @@ func (r *run) confirmIntent(ctx workflow.Context, first *confirmed) (bool, error
 	for {
 		r.res.Status = order.StatusPaymentPending
 		key := order.PaymentKey(r.in.Order.WorkflowID, "confirm", r.gens.Confirm)
-		var st activities.IntentState
-		var err error
-		if first != nil {
-			st, err, first = first.state, first.err, nil
-		} else {
-			err = workflow.ExecuteActivity(r.confirm, r.payments.ConfirmIntent, activities.ConfirmInput{
-				Step: r.step(key), IntentID: r.res.IntentID,
-			}).Get(ctx, &st)
-		}
-		switch kind := errorType(err); kind {
-		case "":
-		case activities.ErrCardDeclined:
-			if r.v < 1 {
-				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")
-			}
-			closed, err := r.decline(ctx, "card declined")
-			if err != nil {
+		st, err := r.sendConfirm(ctx, key, first)
+		n, read := r.confirmAnswered(ctx, &st, err)
+		if read {
+			if st, err = r.awaitOutcome(ctx, key, st); err != nil {
 				return false, err
 			}
-			first = &confirmed{state: closed}
-			continue
-		case activities.ErrPaymentRejected:
-			return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))
-		case activities.ErrProviderUnauthorized:
-			if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
-				return false, err
-			}
-			continue
-		case activities.ErrPaymentInFlight, activities.ErrPaymentUnknown:
-			// Still running at the provider, or its answer lost for good: the
-			// intent says what happened.
-			if kind == activities.ErrPaymentUnknown {
-				if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
-					return false, err
-				}
-			}
-			st.Status = activities.IntentProcessing
-		default:
-			return false, err
+			n = r.intentShows(ctx, st)
 		}
-		if st, err = r.awaitOutcome(ctx, key, st); err != nil {
-			return false, err
+		if n.end {
+			return n.paid, n.err
 		}
-		switch st.Status {
-		case activities.IntentSucceeded:
-			r.res.ChargeID = st.ChargeID
-			return true, nil
-		case activities.IntentRequiresPaymentMethod:
-			switch {
-			case st.Declined == "":
-			case r.v < 1 || r.declined != "": // closed already, or closing it failed to
-				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, declineReason(st.Declined))
-			default:
-				closed, err := r.decline(ctx, declineReason(st.Declined))
-				if err != nil {
-					return false, err
-				}
-				first = &confirmed{state: closed}
-				continue
-			}
-		case activities.IntentCanceled: // nothing was charged: the intent cannot succeed any more
-			if r.declined != "" {
-				return false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, r.declined)
-			}
-			reason := r.abandoned
-			if reason == "" {
-				reason = "the payment intent was canceled at the provider"
-			}
-			return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason)
-		case activities.IntentRequiresConfirmation:
-			if r.cancelRequested && r.v >= 1 && r.abandoned == "" {
-				// Closed, so nothing confirms it later; one the customer paid
-				// meanwhile is refunded as a cancel during the payment is.
-				r.abandoned = "cancelled; the intent was never confirmed"
-				closed, err := r.closeIntent(ctx)
-				if err != nil {
-					return false, err
-				}
-				first = &confirmed{state: closed}
-				continue
-			}
-			if r.cancelRequested {
-				return false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the intent was never confirmed")
-			}
-			r.gens.Confirm++
-			if err := r.turn(ctx); err != nil {
-				return false, err
-			}
-			continue
-		}
-		return false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment intent "+st.Status)
+		first = n.first
 	}
+}
+
+// next is what confirmIntent does after a step: end (paid, or err), or go round
+// again, confirming with the generation's key or acting on first.
+type next struct {
+	end   bool
+	paid  bool
+	err   error
+	first *confirmed
+}
+
+func endWith(paid bool, err error) next { return next{end: true, paid: paid, err: err} }
+
+func again(first *confirmed) next { return next{first: first} }
+
+// sendConfirm confirms the intent with key, unless first holds the answer of the
+// confirm already sent.
+func (r *run) sendConfirm(ctx workflow.Context, key string, first *confirmed) (activities.IntentState, error) {
+	if first != nil {
+		return first.state, first.err
+	}
+	var st activities.IntentState
+	err := workflow.ExecuteActivity(r.confirm, r.payments.ConfirmIntent, activities.ConfirmInput{
+		Step: r.step(key), IntentID: r.res.IntentID,
+	}).Get(ctx, &st)
+	return st, err
+}
+
+// confirmAnswered acts on a confirm's error; read: the intent is to be read until
+// it settles (st, processing when its answer is unknown).
+func (r *run) confirmAnswered(ctx workflow.Context, st *activities.IntentState, err error) (n next, read bool) {
+	switch kind := errorType(err); kind {
+	case "":
+		return next{}, true
+	case activities.ErrCardDeclined:
+		if r.v < 1 {
+			return endWith(false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, "card declined")), false
+		}
+		closed, err := r.decline(ctx, "card declined")
+		if err != nil {
+			return endWith(false, err), false
+		}
+		return again(&confirmed{state: closed}), false
+	case activities.ErrPaymentRejected:
+		return endWith(false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "charge refused: "+rootMessage(err))), false
+	case activities.ErrProviderUnauthorized:
+		if err := workflow.Sleep(ctx, sameKeyRetry); err != nil {
+			return endWith(false, err), false
+		}
+		return again(nil), false
+	case activities.ErrPaymentInFlight, activities.ErrPaymentUnknown:
+		// Still running at the provider, or its answer lost for good: the
+		// intent says what happened.
+		if kind == activities.ErrPaymentUnknown {
+			if err := r.move(ctx, order.StatusPaymentUnknown, ""); err != nil {
+				return endWith(false, err), false
+			}
+		}
+		st.Status = activities.IntentProcessing
+		return next{}, true
+	default:
+		return endWith(false, err), false
+	}
+}
+
+// intentShows acts on what the settled intent shows.
+func (r *run) intentShows(ctx workflow.Context, st activities.IntentState) next {
+	switch st.Status {
+	case activities.IntentSucceeded:
+		r.res.ChargeID = st.ChargeID
+		return endWith(true, nil)
+	case activities.IntentRequiresPaymentMethod:
+		switch {
+		case st.Declined == "":
+		case r.v < 1 || r.declined != "": // closed already, or closing it failed to
+			return endWith(false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, declineReason(st.Declined)))
+		default:
+			closed, err := r.decline(ctx, declineReason(st.Declined))
+			if err != nil {
+				return endWith(false, err)
+			}
+			return again(&confirmed{state: closed})
+		}
+	case activities.IntentCanceled: // nothing was charged: the intent cannot succeed any more
+		if r.declined != "" {
+			return endWith(false, r.end(ctx, order.StatusPaymentDeclined, activities.EventOrderPaymentDeclined, r.declined))
+		}
+		reason := r.abandoned
+		if reason == "" {
+			reason = "the payment intent was canceled at the provider"
+		}
+		return endWith(false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, reason))
+	case activities.IntentRequiresConfirmation:
+		return r.neverConfirmed(ctx)
+	}
+	return endWith(false, r.end(ctx, order.StatusFailed, activities.EventOrderFailed, "payment intent "+st.Status))
+}
+
+// neverConfirmed acts on an intent whose confirm never ran: closed if the order
+// was cancelled, else confirmed again with the next generation's key.
+func (r *run) neverConfirmed(ctx workflow.Context) next {
+	if r.cancelRequested && r.v >= 1 && r.abandoned == "" {
+		// Closed, so nothing confirms it later; one the customer paid
+		// meanwhile is refunded as a cancel during the payment is.
+		r.abandoned = "cancelled; the intent was never confirmed"
+		closed, err := r.closeIntent(ctx)
+		if err != nil {
+			return endWith(false, err)
+		}
+		return again(&confirmed{state: closed})
+	}
+	if r.cancelRequested {
+		return endWith(false, r.end(ctx, order.StatusCancelled, activities.EventOrderCancelled, "cancelled; the intent was never confirmed"))
+	}
+	r.gens.Confirm++
+	if err := r.turn(ctx); err != nil {
+		return endWith(false, err)
+	}
+	return again(nil)
 }
 
 // confirmed is the answer of a confirm.
