@@ -6,17 +6,15 @@ package refundstore
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/internal/platform/records"
 	"github.com/orderflow/orderflow/internal/refund"
 )
 
@@ -24,7 +22,7 @@ import (
 var ErrNotFound = errors.New("refund not found")
 
 // ErrBadCursor is a cursor this store did not issue.
-var ErrBadCursor = errors.New("invalid cursor")
+var ErrBadCursor = records.ErrBadCursor
 
 // Row is a refund request as the store holds it. The embedded Refund's Amount is
 // what was asked (AmountRequested); Row's own Amount is what is reserved or
@@ -98,55 +96,32 @@ func (s *Store) Record(ctx context.Context, r refund.Refund) (Row, error) {
 	return row, nil
 }
 
+// table is the refunds table as the shared reads see it.
+var table = records.Table[Row]{Name: "refunds", Columns: columns, Scan: scan, NotFound: ErrNotFound}
+
 // Get returns one of the tenant's refunds; another tenant's is ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (Row, error) {
-	return s.getBy(ctx, "id", tenant, id)
+	return table.GetBy(ctx, s.db, "id", tenant, id)
 }
 
 // GetByWorkflow returns the tenant's refund of a workflow ID.
 func (s *Store) GetByWorkflow(ctx context.Context, tenant, workflowID string) (Row, error) {
-	return s.getBy(ctx, "workflow_id", tenant, workflowID)
-}
-
-// getBy reads the tenant's refund whose column (a unique one, named by the code)
-// is v.
-func (s *Store) getBy(ctx context.Context, column, tenant, v string) (Row, error) {
-	row, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM refunds WHERE tenant = $1 AND `+column+` = $2`, tenant, v))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return row, ErrNotFound
-	}
-	if err != nil {
-		return row, fmt.Errorf("get refund by %s %s: %w", column, v, err)
-	}
-	return row, nil
+	return table.GetBy(ctx, s.db, "workflow_id", tenant, workflowID)
 }
 
 // ListByOrder returns the refunds of one of the tenant's orders, newest first, and
 // the cursor of the next page ("" on the last page). Pagination is keyset on
 // (created_at, id): stable under concurrent inserts.
 func (s *Store) ListByOrder(ctx context.Context, tenant, orderID string, limit int, cursor string) ([]Row, string, error) {
-	q := `SELECT ` + columns + ` FROM refunds WHERE tenant = $1 AND order_id = $2`
-	args := []any{tenant, orderID}
-	if cursor != "" {
-		at, id, err := decodeCursor(cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		args = append(args, at, id)
-		q += ` AND (created_at, id) < ($3, $4)`
+	q, args, err := records.Page(`SELECT `+columns+` FROM refunds WHERE tenant = $1 AND order_id = $2`, []any{tenant, orderID}, cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
-	args = append(args, limit+1)
-	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
 	out, err := s.rows(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list refunds of %s: %w", orderID, err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[len(out)-1]
-		next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	out, next := records.Cut(out, limit, func(r Row) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out, next, nil
 }
 
@@ -156,21 +131,4 @@ func (s *Store) rows(ctx context.Context, q string, args ...any) ([]Row, error) 
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Row, error) { return scan(row) })
-}
-
-func encodeCursor(at time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + ":" + id))
-}
-
-func decodeCursor(c string) (time.Time, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return time.Time{}, "", ErrBadCursor
-	}
-	ts, id, ok := strings.Cut(string(b), ":")
-	us, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil || id == "" {
-		return time.Time{}, "", ErrBadCursor
-	}
-	return time.UnixMicro(us), id, nil
 }
