@@ -196,6 +196,11 @@ func authenticate(keys KeyStore, proxies Proxies, logger *slog.Logger) func(http
 // anything is read or started: its Idempotency-Key stays unclaimed, usable on a
 // retry. Every answer carries the budget's state in the RateLimit-Policy and
 // RateLimit fields (draft-ietf-httpapi-ratelimit-headers).
+//
+// Replays and GETs spend the budget too: a retry storm is made of replays, and
+// a stream of them without end is a flood like any other, so the budget is
+// their cap. They stay near free: the budget is spent from the process's lease
+// (quota.Limiter), a token in memory, not a statement per request.
 func limit(q Quota, m *metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -275,7 +275,10 @@ func pause(ctx context.Context, d time.Duration) {
 // in rates, one request at a time (Stripe counts requests a second), and split
 // between the tenants waiting for it by weight, across the fleet too; nil for
 // none. The budget is named by the provider's address: the API's restricted
-// read key and the workers' key are one account, and one limit.
+// read key and the workers' key are one account, and one limit. It takes a
+// statement of the row per call, not leases (fleetrate.Leases): with a burst
+// of 1 a lease holds one call, so it would cost the same statement, and a
+// call to the provider, tens of milliseconds away, dwarfs it.
 func AccountPace(rates *fleetrate.Rates, c Config) Pace {
 	if c.Rate <= 0 {
 		return nil

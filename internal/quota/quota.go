@@ -84,14 +84,17 @@ type Decision struct {
 
 // Limiter keeps each tenant within its limit across the whole fleet: the
 // budget is the tenant's row in the fleet's rates (fleetrate), which every API
-// process and worker takes from. A bucket in the process at the same limit
-// answers first, so a tenant's flood is refused here, without a statement per
-// request, once this process alone has seen more than the whole limit allows.
-// Only authenticated tenants reach it, so it holds one bucket per tenant.
+// process and worker takes from, in leases (fleetrate.Leases): a request
+// spends a token this process holds, and the row is asked once per lease. A
+// bucket in the process at the same limit answers first, so a tenant's flood
+// is refused here once this process alone has seen more than the whole limit
+// allows. Only authenticated tenants reach it, so it holds one bucket per
+// tenant.
 type Limiter struct {
-	scope string
-	def   Limit
-	rates *fleetrate.Rates
+	scope  string
+	def    Limit
+	rates  *fleetrate.Rates
+	leases *fleetrate.Leases
 
 	mu    sync.Mutex
 	own   map[string]Limit
@@ -113,7 +116,7 @@ func NewLimiter(scope string, def Limit, rates *fleetrate.Rates) (*Limiter, erro
 	if rates == nil {
 		return nil, errors.New("a limiter needs the fleet's rates")
 	}
-	return &Limiter{scope: scope, def: def, rates: rates, own: map[string]Limit{}, local: map[string]*bucket{}}, nil
+	return &Limiter{scope: scope, def: def, rates: rates, leases: rates.Leases(), own: map[string]Limit{}, local: map[string]*bucket{}}, nil
 }
 
 // Load replaces the tenants' own limits.
@@ -154,7 +157,7 @@ func (l *Limiter) Allow(ctx context.Context, tenant string) (Decision, error) {
 		d.RetryAfter = max(1, seconds((1-tokens)/lim.Rate))
 		return d, nil
 	}
-	f, err := l.rates.Take(ctx, l.budget(tenant), lim)
+	f, err := l.leases.Take(ctx, l.budget(tenant), lim)
 	if err != nil {
 		d.Allowed, d.Remaining = true, lim.Burst-1
 		return d, err
