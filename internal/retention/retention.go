@@ -48,7 +48,8 @@ type Retentions struct {
 	// reconcile report`.
 	Findings time.Duration
 	// Orders is how long a closed order, its payments and its refund requests
-	// stay after its last change; 0 keeps them for ever, as the ledger of record.
+	// stay after its last change, and a kind's settled record after its own; 0
+	// keeps them for ever, as the ledger of record.
 	Orders time.Duration
 }
 
@@ -118,6 +119,10 @@ func (r Retentions) Rules() []Rule {
 			gone AS (DELETE FROM payments WHERE order_id IN (SELECT id FROM doomed)),
 			refunds_gone AS (DELETE FROM refunds WHERE (tenant, order_id) IN (SELECT tenant, id FROM doomed))
 			DELETE FROM orders WHERE id IN (SELECT id FROM doomed)`})
+		// A kind's record goes as an order does: once its workflow has settled.
+		rules = append(rules, Rule{Table: "kind_records", Column: "updated_at", Keep: r.Orders, where: "final", delete: `
+			DELETE FROM kind_records WHERE ctid = ANY(ARRAY(
+				SELECT ctid FROM kind_records WHERE updated_at < $1 AND final ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))`})
 	}
 	return rules
 }

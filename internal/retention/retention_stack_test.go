@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -231,5 +233,31 @@ func TestOnlyClosedOrdersPastTheirRetentionLeaveWithTheirPayments(t *testing.T) 
 	}
 	if o, pay := left(); o != pay {
 		t.Errorf("%d orders left with %d payments: a payment outlived its order or went without it", o, pay)
+	}
+}
+
+// A kind's record past the orders' retention goes once its workflow has settled:
+// a settled one within it stays, and so does an old one still moving.
+func TestOnlySettledKindRecordsPastTheirRetentionLeave(t *testing.T) {
+	pool := stacktest.Pool(t)
+	ctx := context.Background()
+	tenant := stacktest.Name("tenant")
+	if _, err := pool.Exec(ctx, `INSERT INTO kind_records (tenant, kind, id, workflow_id, status, final, fingerprint, body, updated_at)
+		SELECT $1, 'shipment', v.id, 'shipment:' || $1 || ':' || v.id, 'S', v.final, '\x01'::bytea, '{}'::jsonb, now() - v.age
+		FROM (VALUES ('old-settled', true, interval '181 days'), ('recent-settled', true, interval '179 days'),
+		             ('old-moving', false, interval '400 days')) AS v(id, final, age)`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := pruner(t, year.Rules())
+	if _, err := p.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT id FROM kind_records WHERE tenant = $1 ORDER BY id`, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(left) != 2 || left[0] != "old-moving" || left[1] != "recent-settled" {
+		t.Fatalf("left %v, %v; want old-moving and recent-settled", left, err)
 	}
 }
