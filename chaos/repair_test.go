@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/provider"
@@ -150,7 +150,7 @@ func (o *badOutbound) afterCharge(ctx workflow.Context) {
 // wait does, and returns their workflow IDs.
 func (r *rig) placeDirectly(t *testing.T, prefix string, n int) []string {
 	t.Helper()
-	req, err := intake.DecodeRequest([]byte(orderJSON))
+	req, err := orders.DecodeRequest([]byte(orderJSON))
 	if err != nil {
 		t.Fatal(err)
 	}

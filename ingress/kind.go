@@ -70,6 +70,19 @@ type Kind interface {
 	View(ctx context.Context, tenant, workflowID string) (View, error)
 }
 
+// Ledgered is a kind whose read model is a table of the ledger's PostgreSQL
+// database. The key claim and the event log ask it in their own statements
+// whether a workflow already recorded its request, which saves a round trip on
+// every new key; a kind without it is asked by View when its key is claimed.
+type Ledgered interface {
+	Kind
+	// FingerprintQuery is the SQL query of the fingerprint of the request the
+	// workflow recorded: one row when recorded (NULL for a request older than
+	// fingerprints), none when not. tenant and workflowID are SQL expressions of
+	// the statement that embeds it: placeholders or columns.
+	FingerprintQuery(tenant, workflowID string) string
+}
+
 // Envelope is how events carry a kind's requests: a plain event holds the request
 // in its member Field, beside eventId and tenant; a CloudEvent of type
 // CloudEventType holds it as its data.
@@ -86,9 +99,10 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
-// Refusal is a request its kind cannot take now: the client gets the problem
-// Problem (one of docs/problems, "not-found" or "order-not-refundable") with
-// Detail, and nothing starts.
+// Refusal is a request its kind cannot take now, or an operation its workflow
+// refuses: the client gets the problem Problem (one of docs/problems:
+// "not-found", "not-cancellable", "order-not-refundable") with Detail, and
+// nothing starts.
 type Refusal struct {
 	Problem string
 	Detail  string

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/ledger"
 	"github.com/orderflow/orderflow/internal/order"
@@ -212,7 +212,7 @@ func TestRealHistoriesReplay(t *testing.T) {
 
 	// Prefer: wait as the API runs it: the start and the settled update in one
 	// call, answered PAID while a cancel window keeps the workflow running.
-	req, err := intake.DecodeRequest([]byte(`{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":500}],"payment_method":"pm_card_visa"}`))
+	req, err := orders.DecodeRequest([]byte(`{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":500}],"payment_method":"pm_card_visa"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/orderflow/orderflow/internal/identity"
 	"github.com/orderflow/orderflow/internal/order"
 )
 
@@ -12,10 +13,11 @@ import (
 // `temporal workflow list --query`: the kind (the workflow ID's first segment:
 // order, refund), the tenant, and an order's status as its read model has it.
 // None is personal data: never the customer or the card. `worker bootstrap` and
-// scripts/stack register them (Keyword) in the namespace.
+// scripts/stack register them (Keyword) in the namespace. Every kind's are
+// identity's; the status is the order kind's.
 const (
-	SearchKind   = "OrderflowKind"
-	SearchTenant = "OrderflowTenant"
+	SearchKind   = identity.SearchKind
+	SearchTenant = identity.SearchTenant
 	SearchStatus = "OrderflowStatus"
 )
 
@@ -26,14 +28,16 @@ func SearchAttributeNames() []string { return []string{SearchKind, SearchTenant,
 // and tenant, and an order its status (PENDING for a new one).
 func StartSearchAttributes(workflowID, tenant string, status order.Status) temporal.SearchAttributes {
 	kind, _, _ := strings.Cut(workflowID, ":")
-	updates := []temporal.SearchAttributeUpdate{
-		temporal.NewSearchAttributeKeyKeyword(SearchKind).ValueSet(kind),
-		temporal.NewSearchAttributeKeyKeyword(SearchTenant).ValueSet(tenant),
-	}
 	if kind == order.Kind && status != "" {
-		updates = append(updates, statusAttribute(string(status)))
+		return identity.SearchAttributes(workflowID, tenant, StatusAttribute(status))
 	}
-	return temporal.NewSearchAttributes(updates...)
+	return identity.SearchAttributes(workflowID, tenant)
+}
+
+// StatusAttribute is the update of an order's status, for the starts of the
+// order kind.
+func StatusAttribute(status order.Status) temporal.SearchAttributeUpdate {
+	return statusAttribute(string(status))
 }
 
 // statusAttribute is the update of an order's status.

@@ -9,6 +9,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/webhooks"
 	"github.com/orderflow/orderflow/internal/apikeys"
@@ -49,16 +50,17 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 	}
 	go limits.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
 	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Policy: c.Policy, Logger: logger, Codec: base.Codec, Intents: intents}
-	orders := intake.NewAPI(setup, idem)
+		Logger: logger, Codec: base.Codec}
+	orderAPI := orders.NewAPI(setup, idem, c.Policy, intents)
 	return httpapi.NewServer(httpapi.Deps{
 		Logger:       logger,
 		Registry:     reg,
 		Keys:         apikeys.New(base.Pool, c.KeyCacheTTL),
 		Proxies:      c.Proxies,
-		Intake:       orders,
-		Refunds:      refunds.NewService(refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()), orders),
+		Intake:       orderAPI,
+		Refunds:      refunds.NewService(refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()), orderAPI),
 		Quota:        limits,
+		Shed:         c.Shed,
 		ProblemBase:  c.ProblemBase,
 		MaxBodyBytes: int64(c.MaxBodyBytes),
 		Tracing:      traces,

@@ -74,7 +74,7 @@ type Figure struct {
 	Met      bool    `json:"met"`
 }
 
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -85,6 +85,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	only := fs.String("only", "", "comma-separated scenario numbers to run (e.g. 1,5); all when empty")
 	rows := fs.Int("rows", 10_000_000, "rows scenario 10 adds to each of idempotency_keys, processed_events and orders")
 	stack := fs.String("stack", "scripts/stack", "the stack's script, which turns Temporal's fairness off and on (scenario 9)")
+	level := fs.Duration("overload", 5*time.Minute, "how long scenario 13 offers each of 1x, 2x and 5x the capacity")
+	rampStep := fs.Duration("ramp-step", 20*time.Second, "each step of the ramp that finds the capacity (scenario 13, soak)")
+	plan := soakPlan{Fail: 0.05, Slow: 0.02}
+	fs.DurationVar(&plan.For, "soak", 0, "instead of the scenarios, the soak: load at 0.8x the capacity for this long under faults (make soak)")
+	fs.DurationVar(&plan.KillWorker, "soak-kill-worker", 5*time.Minute, "the soak kills the worker (SIGKILL) this often")
+	fs.DurationVar(&plan.RestartAPI, "soak-restart-api", 7*time.Minute, "the soak restarts the API this often")
+	fs.DurationVar(&plan.StopBroker, "soak-stop-broker", 15*time.Minute, "the soak stops Kafka this often")
+	fs.DurationVar(&plan.BrokerDown, "soak-broker-down", 30*time.Second, "for this long")
+	soakRate := fs.Float64("soak-rate", 0, "the soak's orders a second (0: 0.8x the capacity the ramp finds)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -101,6 +110,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer b.close()
+	// Whatever happened, the run leaves nothing in the stack make run shares.
+	defer func() {
+		if cerr := b.leaveNothing(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if plan.For > 0 {
+		return b.soak(ctx, plan, *soakRate, *rampStep)
+	}
 
 	rep := Report{Time: time.Now().UTC(), Profile: env["ORDERFLOW_STACK_PROFILE"], Machine: machine(ctx, env["ORDERFLOW_STACK_PROFILE"]), N: *n, Concurrency: *conc}
 	steps := []struct {
@@ -128,6 +146,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"10", b.growth, false, false},
 		{"11", b.refunds, false, false},
 		{"12", one(b.fleetBudget), false, false},
+		{"13", func(ctx context.Context) ([]Result, error) { return b.overloaded(ctx, *level, *rampStep) }, false, false},
 	}
 	for _, step := range steps {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {

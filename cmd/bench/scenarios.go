@@ -19,7 +19,7 @@ import (
 
 	orderflow "github.com/orderflow/orderflow/client"
 	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/testkit"
@@ -74,7 +74,7 @@ func result(name string, n int, total time.Duration, lat []time.Duration) Result
 }
 
 func (b *bench) placeOrder(key string) workflows.PlaceOrder {
-	req, _ := intake.DecodeRequest([]byte(orderJSON))
+	req, _ := orders.DecodeRequest([]byte(orderJSON))
 	return workflows.PlaceOrder{Order: req.Order(b.tenant, order.WorkflowID(b.tenant, order.FromHTTP, key))}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/fleetrate"
@@ -39,8 +40,8 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, dl
 	opts := c.Consumer
 	opts.Budget = budget
 	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Policy: c.Policy, Logger: logger, Codec: base.Codec, Eager: c.Run.Eager}
-	in := intake.NewConsumer(setup, c.Consumer.Group,
+		Logger: logger, Codec: base.Codec, Eager: c.Run.Eager}
+	in := intake.NewConsumer(setup, c.Consumer.Group, orders.ForEvents(setup, c.Policy),
 		refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()))
 	return consumer.New(opts, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/platform/cli"
@@ -370,7 +371,7 @@ func picked(sel []consumer.Selector, id consumer.Identity) bool {
 // letterKinds tells the worker's kinds apart in dead letters; only their names
 // and envelopes are read.
 func letterKinds() consumer.KindNames {
-	return consumer.NamesOf(intake.NewOrders(nil, nil), refunds.New(nil, nil, intake.Starter{}))
+	return consumer.NamesOf(orders.New(nil, nil), refunds.New(nil, nil, intake.Starter{}))
 }
 
 func kindNames() []string { return []string{order.Kind, refund.Kind} }

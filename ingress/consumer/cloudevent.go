@@ -10,8 +10,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/ingress"
+	"github.com/orderflow/orderflow/internal/identity"
 )
 
 // CloudEvents 1.0 on orders.requested, as its Kafka protocol binding maps them:
@@ -19,9 +19,6 @@ import (
 // structured mode carries the whole event as JSON, with the content-type header
 // application/cloudevents+json. The data is the request, as in the envelope.
 const (
-	// CloudEventType is the type of an order's request (the order kind's
-	// envelope); other kinds name theirs.
-	CloudEventType = intake.OrderRequestedType
 	// TenantAttribute is the extension attribute that names the tenant
 	// (ce_tenant in binary mode).
 	TenantAttribute = "tenant"
@@ -43,7 +40,7 @@ type CloudEvent struct {
 // Decode parses and validates a message of orders.requested: a CloudEvent in
 // binary mode (a ce_specversion header), in structured mode (content-type
 // application/cloudevents+json), or else the envelope. Every error is a
-// *intake.FieldError: the message is poison.
+// *ingress.FieldError: the message is poison.
 func (d *Decoder) Decode(m kafka.Message) (Event, error) {
 	if _, ok := header(m.Headers, ceHeaderPrefix+"specversion"); ok {
 		return d.decodeBinary(m)
@@ -63,10 +60,10 @@ func (d *Decoder) decodeBinary(m kafka.Message) (Event, error) {
 			continue
 		}
 		if _, dup := attrs[name]; dup {
-			return Event{}, &intake.FieldError{Field: h.Key, Message: "appears more than once"}
+			return Event{}, &ingress.FieldError{Field: h.Key, Message: "appears more than once"}
 		}
 		if !utf8.Valid(h.Value) {
-			return Event{}, &intake.FieldError{Field: h.Key, Message: "not valid UTF-8"}
+			return Event{}, &ingress.FieldError{Field: h.Key, Message: "not valid UTF-8"}
 		}
 		attrs[name] = string(h.Value)
 	}
@@ -81,14 +78,14 @@ func (d *Decoder) decodeBinary(m kafka.Message) (Event, error) {
 // order, JSON.
 func (d *Decoder) decodeStructured(value []byte) (Event, error) {
 	var members map[string]json.RawMessage
-	if err := intake.DecodeStrict(value, &members); err != nil {
+	if err := ingress.DecodeStrict(value, &members); err != nil {
 		return Event{}, err
 	}
 	if members == nil {
-		return Event{}, &intake.FieldError{Field: "body", Message: "must be a JSON object"}
+		return Event{}, &ingress.FieldError{Field: "body", Message: "must be a JSON object"}
 	}
 	if _, ok := members["data_base64"]; ok {
-		return Event{}, &intake.FieldError{Field: "data_base64", Message: "not accepted: the data is a request, as JSON in data"}
+		return Event{}, &ingress.FieldError{Field: "data_base64", Message: "not accepted: the data is a request, as JSON in data"}
 	}
 	attrs := map[string]string{}
 	for _, name := range stringAttributes {
@@ -98,7 +95,7 @@ func (d *Decoder) decodeStructured(value []byte) (Event, error) {
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return Event{}, &intake.FieldError{Field: name, Message: "must be a string"}
+			return Event{}, &ingress.FieldError{Field: name, Message: "must be a string"}
 		}
 		attrs[name] = s
 	}
@@ -113,7 +110,7 @@ var stringAttributes = []string{"specversion", "id", "source", "type", TenantAtt
 // are named in errors (ce_ for headers).
 func (d *Decoder) cloudEvent(attrs map[string]string, data []byte, prefix string) (Event, error) {
 	bad := func(name, msg string) (Event, error) {
-		return Event{}, &intake.FieldError{Field: prefix + name, Message: msg}
+		return Event{}, &ingress.FieldError{Field: prefix + name, Message: msg}
 	}
 	switch v, ok := attrs["specversion"]; {
 	case !ok:
@@ -140,7 +137,7 @@ func (d *Decoder) cloudEvent(attrs map[string]string, data []byte, prefix string
 		return bad("type", "must be "+d.types())
 	}
 	tenant := attrs[TenantAttribute]
-	if !order.ValidTenant(tenant) {
+	if !identity.ValidTenant(tenant) {
 		return bad(TenantAttribute, "missing or not a tenant name")
 	}
 	if ct, ok := attrs["datacontenttype"]; ok && mediaType(ct) != "application/json" {
@@ -152,7 +149,7 @@ func (d *Decoder) cloudEvent(attrs map[string]string, data []byte, prefix string
 		}
 	}
 	if len(data) == 0 || string(data) == "null" {
-		return Event{}, &intake.FieldError{Field: "data", Message: "is required: the " + k.Name()}
+		return Event{}, &ingress.FieldError{Field: "data", Message: "is required: the " + k.Name()}
 	}
 	req, err := k.Decode(data)
 	if err != nil {

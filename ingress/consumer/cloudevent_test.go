@@ -8,7 +8,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress"
+	"github.com/orderflow/orderflow/ingress/orders"
 )
 
 func binary(value string, attrs ...string) kafka.Message {
@@ -25,7 +26,7 @@ func structured(value string) kafka.Message {
 
 func TestDecodeCloudEvents(t *testing.T) {
 	ce := func(extra ...string) []string {
-		return append([]string{"ce_specversion", "1.0", "ce_id", "e1", "ce_source", "/shop/checkout", "ce_type", CloudEventType, "ce_tenant", "acme"}, extra...)
+		return append([]string{"ce_specversion", "1.0", "ce_id", "e1", "ce_source", "/shop/checkout", "ce_type", orders.RequestedType, "ce_tenant", "acme"}, extra...)
 	}
 	without := func(name string) []string {
 		var out []string
@@ -37,7 +38,7 @@ func TestDecodeCloudEvents(t *testing.T) {
 		}
 		return out
 	}
-	envelope := `{"specversion":"1.0","id":"e1","source":"/shop/checkout","type":"` + CloudEventType + `","tenant":"acme"`
+	envelope := `{"specversion":"1.0","id":"e1","source":"/shop/checkout","type":"` + orders.RequestedType + `","tenant":"acme"`
 	tests := []struct {
 		name  string
 		m     kafka.Message
@@ -68,12 +69,12 @@ func TestDecodeCloudEvents(t *testing.T) {
 			ev, err := ordersOnly.Decode(tt.m)
 			if tt.field == "" {
 				if err != nil || ev.CloudEvent == nil || ev.CloudEvent.ID != "e1" || ev.CloudEvent.Source != "/shop/checkout" ||
-					ev.Tenant != "acme" || ev.Request.(intake.Request).CustomerID != "cus_1" || ev.EventID != "" {
+					ev.Tenant != "acme" || ev.Request.(orders.Request).CustomerID != "cus_1" || ev.EventID != "" {
 					t.Fatalf("Decode = %+v, %v", ev, err)
 				}
 				return
 			}
-			var fe *intake.FieldError
+			var fe *ingress.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("err = %v, want a FieldError on %q", err, tt.field)
 			}

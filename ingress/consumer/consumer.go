@@ -203,7 +203,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool)
 			return err
 		}
 		if !known {
-			err = &intake.FieldError{Field: "tenant", Message: "unknown tenant " + strconv.Quote(ev.Tenant)}
+			err = &ingress.FieldError{Field: "tenant", Message: "unknown tenant " + strconv.Quote(ev.Tenant)}
 		}
 	}
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
@@ -576,7 +577,7 @@ func TestPurgedLettersAreNeverRedriven(t *testing.T) {
 
 // kindNames tells orders and refund requests apart in dead letters.
 func kindNames() consumer.KindNames {
-	return consumer.NamesOf(intake.NewOrders(nil, nil), refunds.New(nil, nil, intake.Starter{}))
+	return consumer.NamesOf(orders.New(nil, nil), refunds.New(nil, nil, intake.Starter{}))
 }
 
 // Two tenants' letters share the eventId e-1: tenant A's poison order (and A's
@@ -588,7 +589,7 @@ func TestPurgeSelectsByTenantAndKind(t *testing.T) {
 	ctx := context.Background()
 	a, b := stacktest.Name("tenant-a"), stacktest.Name("tenant-b")
 	refund := []byte(fmt.Sprintf(`{"eventId":"e-1","tenant":%q,"refund":{"order_id":"ord_x","amount":-1}}`, b))
-	ce := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"e-1","source":"shop","type":%q,"tenant":%q,"data":%s}`, intake.OrderRequestedType, a, orderJSON))
+	ce := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"e-1","source":"shop","type":%q,"tenant":%q,"data":%s}`, orders.RequestedType, a, orderJSON))
 	p.produce(t, kafka.Message{Key: []byte("a"), Value: event("e-1", a)}, kafka.Message{Key: []byte("b"), Value: refund},
 		kafka.Message{Key: []byte("c"), Value: ce, Headers: []kafka.Header{{Key: "content-type", Value: []byte("application/cloudevents+json")}}})
 	_, stop := p.runConsumer(t)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/orderflow/orderflow/contracts"
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 )
 
 // TestDecoderKeepsTheContract: the published schemas and the consumer accept and
@@ -20,7 +20,7 @@ func TestDecoderKeepsTheContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orders := map[string]string{
+	bodies := map[string]string{
 		"valid":          orderJSON,
 		"lower currency": strings.Replace(orderJSON, `"USD"`, `"usd"`, 1), // the code is lenient; the contract asks upper-case
 		"unknown field":  strings.Replace(orderJSON, `{"customer_id"`, `{"note":"x","customer_id"`, 1),
@@ -34,8 +34,8 @@ func TestDecoderKeepsTheContract(t *testing.T) {
 		"item field":     strings.Replace(orderJSON, `"sku":"a"`, `"sku":"a","x":1`, 1),
 	}
 	lenient := map[string]bool{"lower currency": true}
-	for name, o := range orders {
-		_, codeErr := intake.DecodeRequest([]byte(o))
+	for name, o := range bodies {
+		_, codeErr := orders.DecodeRequest([]byte(o))
 		schemaErr := v.Validate(contracts.Order, []byte(o))
 		if (codeErr == nil) != (schemaErr == nil) && !(lenient[name] && codeErr == nil) {
 			t.Errorf("order %s: code says %v, schema says %v", name, codeErr, schemaErr)
@@ -46,7 +46,7 @@ func TestDecoderKeepsTheContract(t *testing.T) {
 		if (codeErr == nil) != (schemaErr == nil) && !(lenient[name] && codeErr == nil) {
 			t.Errorf("envelope with order %s: code says %v, schema says %v", name, codeErr, schemaErr)
 		}
-		ce := `{"specversion":"1.0","id":"e1","source":"/shop","type":"` + CloudEventType + `","tenant":"acme","ext":7,"data":` + o + `}`
+		ce := `{"specversion":"1.0","id":"e1","source":"/shop","type":"` + orders.RequestedType + `","tenant":"acme","ext":7,"data":` + o + `}`
 		_, codeErr = ordersOnly.Decode(structured(ce))
 		schemaErr = v.Validate(contracts.CloudEvent, []byte(ce))
 		if (codeErr == nil) != (schemaErr == nil) && !(lenient[name] && codeErr == nil) {
@@ -66,10 +66,10 @@ func TestDecoderKeepsTheContract(t *testing.T) {
 			t.Errorf("envelope %s: code says %v; want both to refuse it", name, codeErr)
 		}
 	}
-	base := `"specversion":"1.0","id":"e1","source":"/shop","type":"` + CloudEventType + `","tenant":"acme","data":` + orderJSON
+	base := `"specversion":"1.0","id":"e1","source":"/shop","type":"` + orders.RequestedType + `","tenant":"acme","data":` + orderJSON
 	cloudEvents := map[string]string{
 		"old spec":     strings.Replace(base, `"1.0"`, `"0.3"`, 1),
-		"another type": strings.Replace(base, CloudEventType, "com.example.x", 1),
+		"another type": strings.Replace(base, orders.RequestedType, "com.example.x", 1),
 		"no source":    strings.Replace(base, `"source":"/shop",`, ``, 1),
 		"empty id":     strings.Replace(base, `"id":"e1"`, `"id":""`, 1),
 		"bad time":     base + `,"time":"yesterday"`,
@@ -99,7 +99,7 @@ func TestContractCurrenciesAreTheCodes(t *testing.T) {
 	if err := json.Unmarshal(raw, &schema); err != nil {
 		t.Fatal(err)
 	}
-	got, want := slices.Sorted(slices.Values(schema.Properties.Currency.Enum)), slices.Sorted(slices.Values(intake.Currencies()))
+	got, want := slices.Sorted(slices.Values(schema.Properties.Currency.Enum)), slices.Sorted(slices.Values(orders.Currencies()))
 	if !slices.Equal(got, want) {
 		t.Fatalf("order.json's currencies %v, the code's %v", got, want)
 	}

@@ -13,8 +13,7 @@ import (
 	"strconv"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/identity"
 )
 
 // Event is a message of orders.requested: an envelope, with its EventID, or a
@@ -44,19 +43,19 @@ type Decoder struct {
 func NewDecoder(kinds ...ingress.Kind) *Decoder { return &Decoder{kinds: kinds} }
 
 // DecodeEvent parses and validates an envelope strictly: eventId, tenant and
-// exactly one member naming a kind. Every error is a *intake.FieldError naming what
+// exactly one member naming a kind. Every error is a *ingress.FieldError naming what
 // is wrong: the message is poison and retrying cannot fix it.
 func (d *Decoder) DecodeEvent(value []byte) (Event, error) {
 	var raw map[string]json.RawMessage
-	if err := intake.DecodeStrict(value, &raw); err != nil {
+	if err := ingress.DecodeStrict(value, &raw); err != nil {
 		return Event{}, err
 	}
 	if raw == nil {
-		return Event{}, &intake.FieldError{Field: "body", Message: "must be a JSON object"}
+		return Event{}, &ingress.FieldError{Field: "body", Message: "must be a JSON object"}
 	}
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if name != "eventId" && name != "tenant" && d.byField(name) == nil {
-			return Event{}, &intake.FieldError{Field: name, Message: "unknown field"}
+			return Event{}, &ingress.FieldError{Field: name, Message: "unknown field"}
 		}
 	}
 	var ev Event
@@ -76,11 +75,11 @@ func (d *Decoder) DecodeEvent(value []byte) (Event, error) {
 	if err := checkEventID(ev.EventID); err != nil {
 		return Event{}, err
 	}
-	if !order.ValidTenant(ev.Tenant) {
-		return Event{}, &intake.FieldError{Field: "tenant", Message: "missing or not a tenant name"}
+	if !identity.ValidTenant(ev.Tenant) {
+		return Event{}, &ingress.FieldError{Field: "tenant", Message: "missing or not a tenant name"}
 	}
 	if ev.Kind == nil {
-		return Event{}, &intake.FieldError{Field: d.kinds[0].Envelope().Field, Message: "is required"}
+		return Event{}, &ingress.FieldError{Field: d.kinds[0].Envelope().Field, Message: "is required"}
 	}
 	return ev, nil
 }
@@ -92,7 +91,7 @@ func (d *Decoder) member(k ingress.Kind, v json.RawMessage, ev *Event) error {
 	case string(v) == "null":
 		return nil // absent, as before kinds
 	case ev.Kind != nil:
-		return &intake.FieldError{Field: name, Message: "an event carries one request: " + ev.Kind.Envelope().Field + " is there already"}
+		return &ingress.FieldError{Field: name, Message: "an event carries one request: " + ev.Kind.Envelope().Field + " is there already"}
 	}
 	req, err := k.Decode(v)
 	if err != nil {
@@ -122,9 +121,9 @@ func (d *Decoder) byType(ceType string) ingress.Kind {
 
 // prefixed names a field error's field within where.
 func prefixed(where string, err error) error {
-	var fe *intake.FieldError
+	var fe *ingress.FieldError
 	if errors.As(err, &fe) {
-		return &intake.FieldError{Field: where + fe.Field, Message: fe.Message}
+		return &ingress.FieldError{Field: where + fe.Field, Message: fe.Message}
 	}
 	return err
 }
@@ -134,14 +133,14 @@ func unmarshalString(name string, v json.RawMessage, into *string) error {
 		return nil
 	}
 	if err := json.Unmarshal(v, into); err != nil {
-		return &intake.FieldError{Field: name, Message: "must be a string"}
+		return &ingress.FieldError{Field: name, Message: "must be a string"}
 	}
 	return nil
 }
 
 func checkEventID(id string) error {
-	if msg := order.CheckKey(id); msg != "" {
-		return &intake.FieldError{Field: "eventId", Message: msg}
+	if msg := identity.CheckKey(id); msg != "" {
+		return &ingress.FieldError{Field: "eventId", Message: msg}
 	}
 	return nil
 }

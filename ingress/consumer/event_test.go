@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress"
+	"github.com/orderflow/orderflow/ingress/orders"
 )
 
 const orderJSON = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"a","quantity":1,"unit_amount":100}],"payment_method":"pm_card_visa"}`
@@ -27,12 +28,12 @@ func TestDecodeEvent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ev, err := ordersOnly.DecodeEvent([]byte(tt.value))
 			if tt.field == "" {
-				if err != nil || ev.EventID != "e1" || ev.Tenant != "acme" || ev.Request.(intake.Request).CustomerID != "cus_1" {
+				if err != nil || ev.EventID != "e1" || ev.Tenant != "acme" || ev.Request.(orders.Request).CustomerID != "cus_1" {
 					t.Fatalf("DecodeEvent = %+v, %v", ev, err)
 				}
 				return
 			}
-			var fe *intake.FieldError
+			var fe *ingress.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("err = %v, want a FieldError on %q", err, tt.field)
 			}
@@ -49,13 +50,13 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte) {
 		ev, err := ordersOnly.DecodeEvent(value)
 		if err != nil {
-			var fe *intake.FieldError
+			var fe *ingress.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("error is not a FieldError: %v", err)
 			}
 			return
 		}
-		req := ev.Request.(intake.Request)
+		req := ev.Request.(orders.Request)
 		if checkEventID(ev.EventID) != nil || ev.Tenant == "" || req.Validate() != nil {
 			t.Fatalf("accepted an invalid event: %+v", ev)
 		}

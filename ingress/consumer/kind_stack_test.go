@@ -25,6 +25,7 @@ import (
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/identity"
 	"github.com/orderflow/orderflow/internal/order"
@@ -55,7 +56,7 @@ type greetRequest struct {
 // refused); every error is a *ingress.FieldError.
 func decodeGreeting(data []byte) (greetRequest, error) {
 	var r greetRequest
-	if err := intake.DecodeStrict(data, &r); err != nil {
+	if err := ingress.DecodeStrict(data, &r); err != nil {
 		return r, err
 	}
 	ok := len(r.Name) >= 1 && len(r.Name) <= 64
@@ -269,7 +270,7 @@ func TestAThirdKindOverHTTP(t *testing.T) {
 		t.Errorf("another body with the key: %v, want Mismatch", other.Kind)
 	}
 
-	orderReq, err := intake.DecodeRequest([]byte(orderJSON))
+	orderReq, err := orders.DecodeRequest([]byte(orderJSON))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/orderflow/orderflow/contracts"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 )
 
@@ -16,7 +17,7 @@ func TestRefundDecoderKeepsTheContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := NewDecoder(intake.NewOrders(nil, nil), refunds.New(nil, nil, intake.Starter{}))
+	d := NewDecoder(orders.New(nil, nil), refunds.New(nil, nil, intake.Starter{}))
 	const valid = `{"order_id":"ord_1","amount":100,"reason":"requested_by_customer"}`
 	payloads := map[string]string{
 		"valid":          valid,

@@ -160,7 +160,7 @@ func (h *apiHarness) waitStatus(t *testing.T, tenant, id string, want order.Stat
 	t.Helper()
 	stacktest.Eventually(t, 30*time.Second, "order "+id+" to be "+string(want), func() bool {
 		r := do(t, http.MethodGet, h.url+"/v1/orders/"+id, h.keys[tenant], "", nil)
-		return r.status == 200 && r.order(t).Status == want
+		return r.status == 200 && r.order(t).Status == string(want)
 	})
 }
 
@@ -273,7 +273,7 @@ func TestPreferWaitAndReplay(t *testing.T) {
 	h := newAPI(t, 0)
 	tenant, key := h.tenants[0], stacktest.Name("k")
 	first := h.post(t, tenant, key, body, map[string]string{"Prefer": "wait=20"})
-	if first.status != http.StatusCreated || first.order(t).Status != order.StatusPaid {
+	if first.status != http.StatusCreated || first.order(t).Status != string(order.StatusPaid) {
 		t.Fatalf("first: %d %s", first.status, first.body)
 	}
 	if loc := first.header.Get("Location"); loc != "/v1/orders/"+first.order(t).ID {
@@ -297,7 +297,7 @@ func TestPreferWaitAnswersWhenPaidNotWhenTheWorkflowEnds(t *testing.T) {
 		began := time.Now()
 		r := h.post(t, tenant, stacktest.Name("k"), body, map[string]string{"Prefer": "wait=30"})
 		took := time.Since(began)
-		if r.status != http.StatusCreated || r.order(t).Status != order.StatusPaid {
+		if r.status != http.StatusCreated || r.order(t).Status != string(order.StatusPaid) {
 			t.Fatalf("POST %d with Prefer: wait=30: %d %s after %s, want 201 PAID before the wait ran out", i, r.status, r.body, took)
 		}
 		t.Logf("POST %d: 201 PAID in %s", i, took.Round(time.Millisecond))
@@ -311,7 +311,7 @@ func TestCancel(t *testing.T) {
 	h.waitStatus(t, tenant, paid.ID, order.StatusPaid)
 	for i := range 2 { // cancelling twice answers the same
 		r := do(t, http.MethodPost, h.url+"/v1/orders/"+paid.ID+"/cancel", h.keys[tenant], "", nil)
-		if r.status != 200 || r.order(t).Status != order.StatusCancelled {
+		if r.status != 200 || r.order(t).Status != string(order.StatusCancelled) {
 			t.Fatalf("cancel #%d: %d %s", i+1, r.status, r.body)
 		}
 	}

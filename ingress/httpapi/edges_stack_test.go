@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/stacktest"
@@ -48,12 +49,12 @@ func (h *apiHarness) list(t *testing.T, tenant, query string) []order.Status {
 func TestHTTPKeyEqualToAnEventIDIsItsOwnOrder(t *testing.T) {
 	h := newAPI(t, 0)
 	tenant := h.tenants[0]
-	req, err := intake.DecodeRequest([]byte(body))
+	req, err := orders.DecodeRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The consumer's path: the intake service with an event.
-	ev := h.ConsumerIntake(stacktest.Name("group")).PlaceEvent(context.Background(), tenant, "X", req)
+	ev := h.ConsumerIntake(stacktest.Name("group")).SubmitEvent(context.Background(), h.OrderKind(), tenant, "X", req)
 	if ev.Kind != intake.Created {
 		t.Fatalf("event placement: %+v", ev)
 	}

@@ -6,19 +6,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/identity"
 )
 
 // Errors of ParseIdempotencyKey.
 var (
 	errKeyMissing   = errors.New("the Idempotency-Key header is required")
 	errKeyMultiple  = errors.New("more than one Idempotency-Key")
-	errKeyMalformed = fmt.Errorf("Idempotency-Key must be 1-%d visible ASCII characters, bare or as a quoted string", order.MaxKeyLen)
+	errKeyMalformed = fmt.Errorf("Idempotency-Key must be 1-%d visible ASCII characters, bare or as a quoted string", identity.MaxKeyLen)
 )
 
 // ParseIdempotencyKey accepts the draft's Structured Field form (an sf-string,
 // `"8e03..."`) and the bare form Stripe clients send. Either way the key is a
-// client's key (order.CheckKey); a bare one holds no quote. Several header fields, or a list in one, are refused.
+// client's key (identity.CheckKey); a bare one holds no quote. Several header fields, or a list in one, are refused.
 func ParseIdempotencyKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
@@ -51,7 +51,7 @@ func ParseIdempotencyKey(values []string) (string, error) {
 		}
 		key = v
 	}
-	if order.CheckKey(key) != "" || (v[0] != '"' && strings.IndexByte(key, '"') >= 0) {
+	if identity.CheckKey(key) != "" || (v[0] != '"' && strings.IndexByte(key, '"') >= 0) {
 		return "", errKeyMalformed
 	}
 	return key, nil

@@ -80,7 +80,7 @@ func getOrder(ctx context.Context, base, key string) (wire.Order, error) {
 }
 
 // nextActions is an intake whose every order waits on its customer: a GET
-// reads its intent's next action, as intake.Requests does.
+// reads its intent's next action, as orders.Service does.
 type nextActions struct {
 	scripted
 	intents *provider.Client
@@ -92,7 +92,7 @@ func (n *nextActions) Get(ctx context.Context, _, id string) (wire.Order, error)
 	o := wire.Order{ID: id}
 	if pi, err := n.intents.RetrieveIntent(ctx, "pi_1"); err == nil {
 		o.NextAction = pi.NextAction
-	} // else shown without it, as intake.Requests does
+	} // else shown without it, as orders.Service does
 	return o, nil
 }
 

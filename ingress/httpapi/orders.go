@@ -18,8 +18,7 @@ import (
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/wire"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/internal/identity"
 	"github.com/orderflow/orderflow/internal/provider"
 )
 
@@ -29,10 +28,7 @@ type api struct {
 }
 
 func (a *api) createOrder(w http.ResponseWriter, r *http.Request) {
-	a.keyed(w, r, "/v1/orders/", func(body []byte) (ingress.Request, error) { return intake.DecodeRequest(body) },
-		func(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result {
-			return a.Intake.Place(ctx, tenant, key, req.(intake.Request), wait)
-		})
+	a.keyed(w, r, "/v1/orders/", a.Intake.Decode, a.Intake.Place)
 }
 
 // A submit starts the workflow of a decoded request under its Idempotency-Key.
@@ -129,7 +125,7 @@ func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, decode func([]b
 	req, err := decode(body)
 	if err != nil {
 		p := newProblem(kindInvalidBody, err.Error())
-		var fe *intake.FieldError
+		var fe *ingress.FieldError
 		if errors.As(err, &fe) {
 			p.Field = fe.Field
 		}
@@ -172,8 +168,8 @@ func pathID(r *http.Request) (string, *problem) {
 }
 
 // maxParamLen bounds every identifier in a path or query: order IDs are 30
-// characters, customer IDs and idempotency keys at most order.MaxKeyLen.
-const maxParamLen = order.MaxKeyLen
+// characters, customer IDs and idempotency keys at most identity.MaxKeyLen.
+const maxParamLen = identity.MaxKeyLen
 
 // checkParam says why Postgres or Temporal would refuse v ("" when they would
 // not): invalid UTF-8, NUL or other control characters, or more than max characters.
@@ -192,17 +188,18 @@ func checkParam(v string, max int) string {
 	return ""
 }
 
-// writeOrder answers with the order, or maps the service's error to its problem.
+// writeOrder answers with the order, or maps the service's error to its problem:
+// a refusal (an order past cancelling) names its own.
 func (a *api) writeOrder(w http.ResponseWriter, r *http.Request, view wire.Order, err error) {
-	var nc *intake.NotCancellableError
+	var refused *ingress.Refusal
 	switch {
 	case err == nil:
 		resp, _ := json.Marshal(view)
 		writeJSON(w, http.StatusOK, resp)
 	case errors.Is(err, intake.ErrNotFound):
 		writeProblem(w, r, newProblem(kindNotFound, "no such order"))
-	case errors.As(err, &nc):
-		writeProblem(w, r, newProblem(kindNotCancellable, nc.Error()))
+	case errors.As(err, &refused):
+		writeProblem(w, r, newProblem(kind(refused.Problem), refused.Detail))
 	default:
 		a.unavailable(w, r, err)
 	}
@@ -215,8 +212,13 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	views, next, err := a.Intake.List(r.Context(), tenantOf(r.Context()), f)
-	if errors.Is(err, intake.ErrBadCursor) {
+	var fe *ingress.FieldError
+	switch {
+	case errors.Is(err, intake.ErrBadCursor):
 		writeProblem(w, r, fieldProblem(kindInvalidQuery, "cursor", "not a cursor from a previous page"))
+		return
+	case errors.As(err, &fe): // a value the kind does not know (a status)
+		writeProblem(w, r, fieldProblem(kindInvalidQuery, fe.Field, fe.Message))
 		return
 	}
 	if err != nil {
@@ -252,31 +254,22 @@ func page(r *http.Request) (int, string, *problem) {
 	return limit, q.Get("cursor"), nil
 }
 
-// listFilter reads the list's query; every parameter is checked before any query.
+// listFilter reads the list's query; every parameter is checked before any
+// query, the values only the kind knows (a status) by the kind.
 func listFilter(r *http.Request) (intake.Filter, *problem) {
 	q := r.URL.Query()
-	bad := func(field, msg string) (intake.Filter, *problem) {
-		p := fieldProblem(kindInvalidQuery, field, msg)
-		return intake.Filter{}, &p
-	}
 	for _, name := range []string{"customer_id", "status", "idempotency_key", "event_id"} {
 		if msg := checkParam(q.Get(name), maxParamLen); msg != "" {
-			return bad(name, msg)
+			p := fieldProblem(kindInvalidQuery, name, msg)
+			return intake.Filter{}, &p
 		}
 	}
 	limit, cursor, p := page(r)
 	if p != nil {
 		return intake.Filter{}, p
 	}
-	f := intake.Filter{Filter: orderstore.Filter{CustomerID: q.Get("customer_id"), Status: order.Status(q.Get("status")), Limit: limit, Cursor: cursor},
-		IdempotencyKey: q.Get("idempotency_key"), EventID: q.Get("event_id")}
-	if f.Status != "" && !f.Status.Valid() {
-		return bad("status", "unknown status")
-	}
-	if f.IdempotencyKey != "" && f.EventID != "" {
-		return bad("event_id", "give idempotency_key or event_id, not both")
-	}
-	return f, nil
+	return intake.Filter{CustomerID: q.Get("customer_id"), Status: q.Get("status"), Limit: limit, Cursor: cursor,
+		IdempotencyKey: q.Get("idempotency_key"), EventID: q.Get("event_id")}, nil
 }
 
 func (a *api) unavailable(w http.ResponseWriter, r *http.Request, err error) {

@@ -9,18 +9,19 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/wire"
 )
 
-// Refunds requests and reads refunds of orders (*refunds.Service).
+// Refunds requests and reads refunds of orders (*refunds.Service): the refund
+// routes reach the refund kind only through it.
 type Refunds interface {
-	Request(ctx context.Context, tenant, key string, req refunds.Request, wait time.Duration) intake.Result
+	// Decode reads and validates a refund's POST body, of the path's order;
+	// every error is a *ingress.FieldError.
+	Decode(body []byte, orderID string) (ingress.Request, error)
+	Request(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result
 	Get(ctx context.Context, tenant, id string) (wire.Refund, error)
 	List(ctx context.Context, tenant, orderID string, limit int, cursor string) ([]wire.Refund, string, error)
 }
-
-var _ Refunds = (*refunds.Service)(nil)
 
 func (a *api) createRefund(w http.ResponseWriter, r *http.Request) {
 	orderID, p := pathID(r)
@@ -28,10 +29,8 @@ func (a *api) createRefund(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, *p)
 		return
 	}
-	a.keyed(w, r, "/v1/refunds/", func(body []byte) (ingress.Request, error) { return refunds.DecodeHTTP(body, orderID) },
-		func(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result {
-			return a.Refunds.Request(ctx, tenant, key, req.(refunds.Request), wait)
-		})
+	a.keyed(w, r, "/v1/refunds/", func(body []byte) (ingress.Request, error) { return a.Refunds.Decode(body, orderID) },
+		a.Refunds.Request)
 }
 
 func (a *api) getRefund(w http.ResponseWriter, r *http.Request) {

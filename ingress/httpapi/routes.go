@@ -33,8 +33,12 @@ type Quota interface {
 	Allow(ctx context.Context, tenant string) (quota.Decision, error)
 }
 
-// Intake places, reads and cancels orders.
+// Intake places, reads and cancels orders (*orders.Service): the order routes
+// reach the order kind only through it.
 type Intake interface {
+	// Decode reads and validates an order's POST body; every error is a
+	// *ingress.FieldError.
+	Decode(body []byte) (intake.Request, error)
 	Place(ctx context.Context, tenant, key string, req intake.Request, wait time.Duration) intake.Result
 	Get(ctx context.Context, tenant, orderID string) (wire.Order, error)
 	List(ctx context.Context, tenant string, f intake.Filter) ([]wire.Order, string, error)
@@ -43,7 +47,6 @@ type Intake interface {
 
 var (
 	_ KeyStore = (*apikeys.Store)(nil)
-	_ Intake   = (*intake.Requests)(nil)
 	_ Quota    = (*quota.Limiter)(nil)
 )
 
@@ -58,7 +61,9 @@ type Deps struct {
 	Proxies Proxies
 	Intake  Intake
 	// Quota refuses a tenant's requests over its budget (nil: no budget).
-	Quota        Quota
+	Quota Quota
+	// Shed bounds the POSTs this process takes on at once (zero: no bound).
+	Shed         ShedLimits
 	MaxBodyBytes int64
 	// Tracing makes a server span of each request (nil: none).
 	Tracing *tracing.Tracing
@@ -103,6 +108,7 @@ func NewServer(d Deps) http.Handler {
 		if d.Quota != nil {
 			r.Use(limit(d.Quota, m))
 		}
+		r.Use(shed(d.Shed, d.Registry))
 		r.Post("/orders", a.createOrder)
 		r.Get("/orders", a.listOrders)
 		r.Get("/orders/{id}", a.getOrder)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/webhooks"
 	"github.com/orderflow/orderflow/ingress/wire"
@@ -30,8 +31,14 @@ import (
 	"github.com/orderflow/orderflow/internal/quota"
 )
 
-// scripted answers each call as its Idempotency-Key or order id says.
+// scripted answers each call as its Idempotency-Key or order id says; bodies
+// decode as the order kind's.
 type scripted struct{}
+
+func (scripted) Decode(body []byte) (intake.Request, error) {
+	r, err := orders.DecodeRequest(body)
+	return r, err
+}
 
 func (scripted) Place(_ context.Context, _, key string, _ intake.Request, wait time.Duration) intake.Result {
 	expires := time.Now().Add(24 * time.Hour)
@@ -79,14 +86,19 @@ func (scripted) Cancel(_ context.Context, _, id string) (wire.Order, error) {
 	case "ord_missing":
 		return wire.Order{}, intake.ErrNotFound
 	case "ord_shipped":
-		return wire.Order{}, &intake.NotCancellableError{}
+		return wire.Order{}, &ingress.Refusal{Problem: "not-cancellable", Detail: "the order is PAID"}
 	}
 	return wire.Order{}, errors.New("down")
 }
 
 type scriptedRefunds struct{}
 
-func (scriptedRefunds) Request(_ context.Context, _, key string, _ refunds.Request, wait time.Duration) intake.Result {
+func (scriptedRefunds) Decode(body []byte, orderID string) (ingress.Request, error) {
+	r, err := refunds.DecodeHTTP(body, orderID)
+	return r, err
+}
+
+func (scriptedRefunds) Request(_ context.Context, _, key string, _ ingress.Request, wait time.Duration) intake.Result {
 	expires := time.Now().Add(24 * time.Hour)
 	switch key {
 	case "created":

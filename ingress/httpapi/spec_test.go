@@ -5,8 +5,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/ingress/orders"
+	"github.com/orderflow/orderflow/internal/identity"
 )
 
 // The spec states the limits the server enforces, no looser and no stricter.
@@ -37,12 +37,12 @@ func TestSpecLimitsMatchTheServer(t *testing.T) {
 		what      string
 		spec, got int
 	}{
-		{"Idempotency-Key maxLength", c.Parameters["IdempotencyKey"].Schema.MaxLength, order.MaxKeyLen},
+		{"Idempotency-Key maxLength", c.Parameters["IdempotencyKey"].Schema.MaxLength, identity.MaxKeyLen},
 		{"path and query parameters' maxLength", c.Schemas["Param"].MaxLength, maxParamLen},
-		{"items maxItems", req["items"].MaxItems, intake.MaxItems},
-		{"customer_id maxLength", req["customer_id"].MaxLength, intake.MaxIDLen},
-		{"payment_method maxLength", req["payment_method"].MaxLength, intake.MaxIDLen},
-		{"sku maxLength", c.Schemas["Item"].Properties["sku"].MaxLength, intake.MaxIDLen},
+		{"items maxItems", req["items"].MaxItems, orders.MaxItems},
+		{"customer_id maxLength", req["customer_id"].MaxLength, orders.MaxIDLen},
+		{"payment_method maxLength", req["payment_method"].MaxLength, orders.MaxIDLen},
+		{"sku maxLength", c.Schemas["Item"].Properties["sku"].MaxLength, orders.MaxIDLen},
 	} {
 		if row.spec != row.got {
 			t.Errorf("%s: the spec says %d, the server takes %d", row.what, row.spec, row.got)

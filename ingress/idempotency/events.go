@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
 // Events is the processed_events table: the Kafka ingress's dedup, per consumer
@@ -28,15 +26,19 @@ func NewEvents(pool *pgxpool.Pool) *Events { return &Events{pool: pool} }
 
 // Processed reports whether the group already turned the tenant's event into a
 // workflow, and the fingerprint it was recorded with (nil for rows older than
-// fingerprints). Past the event log's retention (EVENTS_RETENTION) the order the
-// event made, under workflowID, answers instead: a redelivery then is still that
-// order, never a second one.
-func (s *Events) Processed(ctx context.Context, group, tenant, eventID, workflowID string) (bool, []byte, error) {
+// fingerprints). Past the event log's retention (EVENTS_RETENTION) what the
+// event's workflow, workflowID, recorded answers instead when the kind's query
+// recorded says (nil: not asked): a redelivery then is still that workflow,
+// never a second one.
+func (s *Events) Processed(ctx context.Context, group, tenant, eventID, workflowID string, recorded Query) (bool, []byte, error) {
 	var fp []byte
-	err := s.pool.QueryRow(ctx, `
-		(SELECT fingerprint FROM processed_events WHERE consumer_group = $1 AND tenant = $2 AND event_id = $3)
-		UNION ALL (`+orderstore.FingerprintOf("$2", "$4")+`)
-		LIMIT 1`, group, tenant, eventID, workflowID).Scan(&fp)
+	query := `SELECT fingerprint FROM processed_events WHERE consumer_group = $1 AND tenant = $2 AND event_id = $3`
+	args := []any{group, tenant, eventID}
+	if recorded != nil {
+		query = `(` + query + `) UNION ALL (` + recorded("$2", "$4") + `) LIMIT 1`
+		args = append(args, workflowID)
+	}
+	err := s.pool.QueryRow(ctx, query, args...).Scan(&fp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil, nil
 	}
@@ -92,7 +94,8 @@ func (s *Events) MarkProcessed(ctx context.Context, group, tenant, eventID strin
 	if m.err != nil || m.inserted {
 		return m.inserted, fingerprint, m.err
 	}
-	_, stored, err := s.Processed(ctx, group, tenant, eventID, workflowID)
+	// The row is there (the insert conflicted): no kind's record is asked.
+	_, stored, err := s.Processed(ctx, group, tenant, eventID, workflowID, nil)
 	return false, stored, err
 }
 

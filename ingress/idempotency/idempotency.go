@@ -12,8 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/orderflow/orderflow/internal/orderstore"
 )
 
 // Outcome is what a keyed request came to, on either ingress. Claim answers
@@ -44,6 +42,26 @@ const (
 type Print struct {
 	Value   []byte
 	Matches func(stored []byte) bool
+	// Recorded, when set, is the SQL query of the fingerprint the key's workflow
+	// recorded in its kind's read model (ingress.Ledgered): a claim asks it in
+	// its own statement. Nil: not asked.
+	Recorded Query
+}
+
+// Query is a kind's SQL query of the fingerprint of the request a workflow
+// recorded (ingress.Ledgered's FingerprintQuery), over the SQL expressions of a
+// tenant and a workflow ID.
+type Query func(tenant, workflowID string) string
+
+// recordedForKey is the SQL condition that the workflow of a key's row, aliased
+// k, recorded its request: Postgres keeps a kind's records longer than keys, so a
+// key can be new to its workflow. The kind writes the query; the claim asks it in
+// its own statement, saving a round trip on every POST.
+func recordedForKey(q Query) string {
+	if q == nil {
+		return "false"
+	}
+	return "EXISTS (" + q("k.tenant", "k.workflow_id") + ")"
 }
 
 // Record is a stored response.
@@ -53,9 +71,10 @@ type Record struct {
 	Body       []byte
 	// RetryAfter is how long until an in-flight claim expires.
 	RetryAfter time.Duration
-	// OrderRecorded (Claimed only): the orders table already has the workflow's
-	// order, made under an earlier record of the key that has since expired.
-	OrderRecorded bool
+	// Recorded (Claimed only, when the Print asks): the kind's read model
+	// already has the workflow's request, made under an earlier record of the
+	// key that has since expired.
+	Recorded bool
 	// Expires is when the record expires (Claimed and Replayed), by this
 	// process's clock: after it the key is pruned, and a request with it is
 	// judged by the order it made (intake).
@@ -78,8 +97,8 @@ func New(pool *pgxpool.Pool, ttl time.Duration, cacheBytes int) *Store {
 // Claim takes the key for one request for at most lease. A claim whose lease ran out
 // (its request died: the process was killed) is taken over, which is safe because
 // the workflow start it guards is itself idempotent. Expired records are reclaimed.
-// A new key costs one statement, which also says whether the workflow's order is
-// already recorded; a repeated key costs one read, or none when its response is in
+// A new key costs one statement, which also says whether the workflow's request
+// is already recorded (Print.Recorded); a repeated key costs one read, or none when its response is in
 // the process's cache (replays.go). No transaction is held across round trips.
 func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflowID string, lease time.Duration) (Outcome, Record, error) {
 	if e, ok := s.replays.get(tenant, key); ok {
@@ -88,7 +107,8 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 		}
 		return Replayed, e.Record, nil
 	}
-	cur, claimed, err := s.insert(ctx, tenant, key, fp.Value, workflowID, lease)
+	recorded := recordedForKey(fp.Recorded)
+	cur, claimed, err := s.insert(ctx, tenant, key, fp.Value, workflowID, lease, recorded)
 	switch {
 	case err != nil:
 		return 0, Record{}, err
@@ -96,7 +116,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 		cur.Expires = time.Now().Add(s.ttl)
 		return Claimed, cur.Record, nil
 	case cur.expired:
-		cur, claimed, err = s.reclaim(ctx, tenant, key, fp.Value, workflowID, lease)
+		cur, claimed, err = s.reclaim(ctx, tenant, key, fp.Value, workflowID, lease, recorded)
 		if err != nil {
 			return 0, Record{}, err
 		}
@@ -134,7 +154,7 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 	err = s.pool.QueryRow(ctx, `
 		UPDATE idempotency_keys k SET locked_until = now() + $3 * interval '1 millisecond'
 		WHERE tenant = $1 AND key = $2 AND response_status IS NULL AND (locked_until IS NULL OR locked_until <= now())
-		RETURNING `+orderRecorded, tenant, key, lease.Milliseconds()).Scan(&cur.OrderRecorded)
+		RETURNING `+recorded, tenant, key, lease.Milliseconds()).Scan(&cur.Recorded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur.RetryAfter = time.Second
 		return InFlight, cur.Record, nil
@@ -145,15 +165,9 @@ func (s *Store) Claim(ctx context.Context, tenant, key string, fp Print, workflo
 	return Claimed, cur.Record, nil
 }
 
-// orderRecorded says whether the claimed workflow's order is in the orders table:
-// Postgres keeps orders longer than keys, so a key can be new to its order. The
-// orders table's owner writes the condition; the claim asks it in its own
-// statement, saving a round trip on every POST.
-const orderRecorded = orderstore.RecordedForKey
-
 // insert claims a key that has no record, or returns the record the statement's
 // snapshot holds (not found when a concurrent insert made it).
-func (s *Store) insert(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (current, bool, error) {
+func (s *Store) insert(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration, recorded string) (current, bool, error) {
 	var c current
 	var claimed bool
 	err := s.pool.QueryRow(ctx, `
@@ -161,11 +175,11 @@ func (s *Store) insert(ctx context.Context, tenant, key string, fingerprint []by
 			INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
 			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', now() + $6 * interval '1 millisecond')
 			ON CONFLICT (tenant, key) DO NOTHING
-			RETURNING `+orderRecorded+` AS recorded)
+			RETURNING `+recorded+` AS recorded)
 		SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT recorded FROM ins), false), k.tenant IS NOT NULL, `+readColumns+`
 		FROM (SELECT 1) one LEFT JOIN idempotency_keys k ON k.tenant = $1 AND k.key = $2`,
 		tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds()).Scan(
-		&claimed, &c.OrderRecorded, &c.found, &c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.left)
+		&claimed, &c.Recorded, &c.found, &c.fingerprint, &c.WorkflowID, &c.status, &c.Body, &c.lockedFor, &c.left)
 	if err != nil {
 		return c, false, fmt.Errorf("claim idempotency key: %w", err)
 	}
@@ -177,7 +191,7 @@ func (s *Store) insert(ctx context.Context, tenant, key string, fingerprint []by
 }
 
 // reclaim rewrites an expired record for a new request.
-func (s *Store) reclaim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration) (current, bool, error) {
+func (s *Store) reclaim(ctx context.Context, tenant, key string, fingerprint []byte, workflowID string, lease time.Duration, recorded string) (current, bool, error) {
 	c := current{Record: Record{WorkflowID: workflowID}}
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, workflow_id, locked_until, expires_at)
@@ -187,8 +201,8 @@ func (s *Store) reclaim(ctx context.Context, tenant, key string, fingerprint []b
 		    response_status = NULL, response_body = NULL, locked_until = EXCLUDED.locked_until,
 		    created_at = now(), expires_at = EXCLUDED.expires_at
 		WHERE k.expires_at < now()
-		RETURNING `+orderRecorded,
-		tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds()).Scan(&c.OrderRecorded)
+		RETURNING `+recorded,
+		tenant, key, fingerprint, workflowID, lease.Milliseconds(), s.ttl.Milliseconds()).Scan(&c.Recorded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return current{}, false, nil // another request reclaimed it first
 	}

@@ -228,3 +228,37 @@ func TestCompletedResponsesReplayWithoutARead(t *testing.T) {
 		t.Fatalf("short-lived record completed elsewhere = %v, want Claimed (read from Postgres)", out)
 	}
 }
+
+// A kind's query of what its workflow recorded (ingress.Ledgered) is asked in
+// the claim's own statement and by the event log past its rows; a kind
+// without one is never asked.
+func TestAKindsRecordIsAskedOnlyWhenItSaysWhere(t *testing.T) {
+	pool := stacktest.Pool(t)
+	ctx := context.Background()
+	tenant := stacktest.Name("tenant")
+	recorded := func(tenant, workflowID string) string {
+		return `SELECT '\x01'::bytea WHERE ` + tenant + ` <> '' AND ` + workflowID + ` = 'wf-recorded'`
+	}
+	fp := idempotency.Print{Value: []byte("fp"), Matches: func(stored []byte) bool { return string(stored) == "fp" }}
+	s := idempotency.New(pool, time.Hour, idempotency.DefaultReplayBytes)
+	for _, c := range []struct {
+		key, workflowID string
+		query           idempotency.Query
+		want            bool
+	}{{"k1", "wf-recorded", recorded, true}, {"k2", "wf-other", recorded, false}, {"k3", "wf-recorded", nil, false}} {
+		p := fp
+		p.Recorded = c.query
+		out, rec, err := s.Claim(ctx, tenant, c.key, p, c.workflowID, time.Minute)
+		if err != nil || out != idempotency.Claimed || rec.Recorded != c.want {
+			t.Errorf("claim %s of %s: %v, recorded %v, %v; want Claimed, recorded %v", c.key, c.workflowID, out, rec.Recorded, err, c.want)
+		}
+	}
+	ev := idempotency.NewEvents(pool)
+	group := stacktest.Name("group")
+	if done, stored, err := ev.Processed(ctx, group, tenant, "gone", "wf-recorded", recorded); err != nil || !done || string(stored) != "\x01" {
+		t.Errorf("an event past its row, recorded by its kind: %v, %x, %v; want done with the kind's fingerprint", done, stored, err)
+	}
+	if done, _, err := ev.Processed(ctx, group, tenant, "gone", "wf-recorded", nil); err != nil || done {
+		t.Errorf("the same without the kind's query: %v, %v; want not done", done, err)
+	}
+}

@@ -13,27 +13,19 @@ import (
 // group's event log.
 type Events struct {
 	log   EventLog
-	kind  *Orders
-	more  []ingress.Kind
+	kinds []ingress.Kind
 	group string
 }
 
-func newEvents(log EventLog, workflows Workflows, group string, more ...ingress.Kind) *Events {
-	return &Events{log: log, kind: NewOrders(nil, workflows), more: more, group: group}
+// NewEvents is the intake of consumer group's events on the event log, starting
+// the kinds given (the first is the one a plain event without a kind's member
+// is refused as).
+func NewEvents(log EventLog, group string, kinds ...ingress.Kind) *Events {
+	return &Events{log: log, kinds: kinds, group: group}
 }
 
-// Kinds are the kinds the intake starts: orders first.
-func (s *Events) Kinds() []ingress.Kind { return append([]ingress.Kind{s.kind}, s.more...) }
-
-// PlaceEvent places the order of an event.
-func (s *Events) PlaceEvent(ctx context.Context, tenant, eventID string, req Request) Result {
-	return s.SubmitEvent(ctx, s.kind, tenant, eventID, req)
-}
-
-// PlaceCloudEvent places the order of the CloudEvent that source and id identify.
-func (s *Events) PlaceCloudEvent(ctx context.Context, tenant, source, id string, req Request) Result {
-	return s.SubmitCloudEvent(ctx, s.kind, tenant, source, id, req)
-}
+// Kinds are the kinds the intake starts, in the order given.
+func (s *Events) Kinds() []ingress.Kind { return s.kinds }
 
 // SubmitEvent starts the workflow of kind k that an event asks for. processed_events
 // is read first: it is the dedup that outlives Temporal's retention, and it tells a
@@ -56,7 +48,7 @@ func (s *Events) submit(ctx context.Context, k ingress.Kind, tenant, eventID, wf
 	out := Result{ID: k.PublicID(wf), Kind: Replayed}
 	// same: a row older than fingerprints (nil) counts as this event.
 	same := func(stored []byte) bool { return stored == nil || req.Same(stored) }
-	done, stored, err := s.log.Processed(ctx, s.group, tenant, eventID, wf)
+	done, stored, err := s.log.Processed(ctx, s.group, tenant, eventID, wf, recordedQuery(k))
 	switch {
 	case err != nil:
 		return unavailable("event log", err)

@@ -3,19 +3,37 @@ package intake
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/order"
 )
 
 // StartBudget bounds the critical section of a keyed start (claim, start, record,
 // store the response). It runs detached from the caller's context, so a client that
 // hangs up cannot leave it half done; a stop gives it this long.
 const StartBudget = 10 * time.Second
+
+// Requests is the HTTP ingress's intake: requests of every kind with an
+// Idempotency-Key, each started as at most one workflow.
+type Requests struct {
+	keys   KeyStore
+	logger *slog.Logger
+}
+
+// NewRequests is the intake of keyed requests on the idempotency store keys.
+func NewRequests(keys KeyStore, logger *slog.Logger) *Requests {
+	return &Requests{keys: keys, logger: logger}
+}
+
+// Lookup returns the workflow the tenant's key of kind k was claimed for,
+// expired or not: the key's record knows it even if the ID scheme changed since.
+func (s *Requests) Lookup(ctx context.Context, k ingress.Kind, tenant, key string) (workflowID string, found bool, err error) {
+	return s.keys.Lookup(ctx, tenant, identity.StoredKey(k.Name(), key))
+}
 
 // Submit turns a request of kind k with an Idempotency-Key into at most one
 // workflow. wait > 0 waits up to that long for it to settle (HTTP's Prefer: wait).
@@ -28,8 +46,8 @@ func (s *Requests) Submit(ctx context.Context, k ingress.Kind, tenant, key strin
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 	defer cancel()
 
-	value := req.Fingerprint()
-	fp := idempotency.Print{Value: value, Matches: req.Same}
+	recorded := recordedQuery(k)
+	fp := idempotency.Print{Value: req.Fingerprint(), Matches: req.Same, Recorded: recorded}
 	claim, rec, err := s.keys.Claim(cctx, tenant, stored, fp, wf, lease)
 	if err != nil {
 		return unavailable("idempotency store", err)
@@ -39,10 +57,10 @@ func (s *Requests) Submit(ctx context.Context, k ingress.Kind, tenant, key strin
 		// ID derived when the key was first claimed.
 		wf = rec.WorkflowID
 	}
-	if claim == idempotency.Claimed && (rec.OrderRecorded || k.Name() != order.Kind) {
+	if claim == idempotency.Claimed && (rec.Recorded || recorded == nil) {
 		// Postgres outlives Temporal's retention and the key's record: a workflow
 		// that is recorded answers, and none starts again for it. The claim's own
-		// statement asks the orders table; another kind's record is read here.
+		// statement asks a ledgered kind's table; another kind's record is read here.
 		if done, ok := s.existing(cctx, k, tenant, wf, stored, req); ok {
 			done.KeyExpires = rec.Expires
 			return done

@@ -1,14 +1,17 @@
+// Package intake turns outside input into idempotent workflow starts, the same way
+// for HTTP requests and Kafka events and for every kind (ingress.Kind): the
+// workflow ID derived from tenant, kind and key, the request's fingerprint
+// claimed with the key or recorded with the event, and a start that a duplicate
+// can never turn into a second workflow. It knows no kind.
 package intake
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/workflows"
 )
 
 // Outcome is what a keyed request came to (one set of values for the stores and
@@ -30,8 +33,8 @@ type Result struct {
 	Kind Outcome
 	// ID is the public ID of the request's workflow (an order's ord_...).
 	ID string
-	// Status and Body are the response recorded for the key: 202 with the order as
-	// accepted, or 201 when the caller waited and the order settled.
+	// Status and Body are the response recorded for the key: 202 with the
+	// kind's answer as accepted, or 201 when the caller waited and it settled.
 	Status     int
 	Body       []byte
 	RetryAfter time.Duration
@@ -40,6 +43,21 @@ type Result struct {
 	KeyExpires time.Time
 	StartTook  time.Duration // the plain workflow start's latency, when Created (0 when the start waited: Update-with-Start)
 	Err        error
+}
+
+// Request is a decoded, validated request of some kind.
+type Request = ingress.Request
+
+// Filter narrows a list of a tenant's workflows of one kind, newest first: by
+// customer or status, or to the one a key made (IdempotencyKey or EventID).
+// The kind checks the values it knows (a status).
+type Filter struct {
+	CustomerID     string
+	Status         string
+	Limit          int
+	Cursor         string
+	IdempotencyKey string
+	EventID        string
 }
 
 // KeyStore is the idempotency_keys table.
@@ -52,42 +70,24 @@ type KeyStore interface {
 
 // EventLog is the processed_events table.
 type EventLog interface {
-	Processed(ctx context.Context, group, tenant, eventID, workflowID string) (bool, []byte, error)
+	Processed(ctx context.Context, group, tenant, eventID, workflowID string, recorded idempotency.Query) (bool, []byte, error)
 	MarkProcessed(ctx context.Context, group, tenant, eventID string, fingerprint []byte, workflowID string) (bool, []byte, error)
-}
-
-// OrderStore is the orders read model.
-type OrderStore interface {
-	Record(ctx context.Context, o order.Order) (orderstore.Row, error)
-	Get(ctx context.Context, tenant, id string) (orderstore.Row, error)
-	GetByWorkflow(ctx context.Context, tenant, workflowID string) (orderstore.Row, error)
-	List(ctx context.Context, tenant string, f orderstore.Filter) ([]orderstore.Row, string, error)
-}
-
-// Workflows runs workflows.Order.
-type Workflows interface {
-	// Start starts the order's workflow, or finds it: never a second one.
-	Start(ctx context.Context, o order.Order) (Run, error)
-	// StartNew starts the order's workflow unless its ID exists (running, or closed
-	// and retained): created says which.
-	StartNew(ctx context.Context, o order.Order) (created bool, err error)
-	// Placed returns the order an existing workflow runs.
-	Placed(ctx context.Context, workflowID string) (order.Order, error)
-	// Cancel asks the order's workflow to cancel and returns the status it settled in.
-	Cancel(ctx context.Context, workflowID string) (order.Status, error)
-	// StartSettled starts (or finds) the order's workflow and returns the order
-	// once it is settled for a waiting client, within wait; on any error the
-	// caller starts it with Start.
-	StartSettled(ctx context.Context, o order.Order, wait time.Duration) (workflows.OrderResult, error)
 }
 
 // Run is a started workflow; Get waits for its end.
 type Run = ingress.Run
 
 var (
-	_ KeyStore   = (*idempotency.Store)(nil)
-	_ EventLog   = (*idempotency.Events)(nil)
-	_ OrderStore = (*orderstore.Store)(nil)
+	_ KeyStore = (*idempotency.Store)(nil)
+	_ EventLog = (*idempotency.Events)(nil)
+)
+
+// Errors of a kind's reads.
+var (
+	// ErrNotFound: the tenant has no such workflow of the kind.
+	ErrNotFound = errors.New("not found")
+	// ErrBadCursor is a list cursor this service did not issue.
+	ErrBadCursor = errors.New("bad cursor")
 )
 
 func unavailable(what string, err error) Result {
@@ -102,3 +102,12 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string { return e.What + ": " + e.Err.Error() }
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// recordedQuery is the kind's query of what a workflow recorded, when its read
+// model is in the ledger's database (nil otherwise).
+func recordedQuery(k ingress.Kind) idempotency.Query {
+	if l, ok := k.(ingress.Ledgered); ok {
+		return l.FingerprintQuery
+	}
+	return nil
+}

@@ -9,11 +9,11 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/internal/fairness"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/identity"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
-	"github.com/orderflow/orderflow/workflows"
 )
 
 // Starter starts any kind's workflows the ingress's way: under the ID its key
@@ -24,12 +24,26 @@ type Starter struct {
 	taskQueue string
 	fair      fairness.Weights
 	eager     bool // first workflow tasks inline with their starts
+	// attrs are the kind's own search attributes, beside its kind and tenant.
+	attrs []temporal.SearchAttributeUpdate
 }
 
-// Starter is the Setup's starter, for a kind of workflow other than orders.
-func (s Setup) Starter() Starter {
-	t := s.workflows()
-	return t.starter()
+// With is the starter whose workflows also start with the kind's own search
+// attributes (an order's status).
+func (s Starter) With(attrs ...temporal.SearchAttributeUpdate) Starter {
+	s.attrs = append(s.attrs[:len(s.attrs):len(s.attrs)], attrs...)
+	return s
+}
+
+// Client is the Temporal client the starter starts with: a kind's updates go
+// through it.
+func (s Starter) Client() client.Client { return s.c }
+
+// StartOptions are the options of a start that finds a running or closed
+// workflow under the ID (USE_EXISTING), without eager start: what a kind's
+// Update-with-Start uses.
+func (s Starter) StartOptions(tenant, workflowID string) client.StartWorkflowOptions {
+	return s.options(tenant, workflowID, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false)
 }
 
 // Start starts the workflow, or finds it: a running workflow absorbs the
@@ -80,6 +94,6 @@ func (s Starter) options(tenant, workflowID string, conflict enumspb.WorkflowIdC
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
 		Priority:                                 s.fair.Priority(tenant),
-		TypedSearchAttributes:                    workflows.StartSearchAttributes(workflowID, tenant, order.StatusPending),
+		TypedSearchAttributes:                    identity.SearchAttributes(workflowID, tenant, s.attrs...),
 	}
 }

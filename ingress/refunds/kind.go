@@ -9,7 +9,6 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/ingress/wire"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/internal/refund"
@@ -141,6 +140,6 @@ func (k *Kind) View(ctx context.Context, tenant, workflowID string) (ingress.Vie
 }
 
 func view(row refundstore.Row) ingress.View {
-	body, _ := json.Marshal(wire.RefundFrom(row))
+	body, _ := json.Marshal(Wire(row))
 	return ingress.View{ID: row.ID, Body: body, Final: row.Status != refund.StatusPending, Fingerprint: row.Fingerprint}
 }

@@ -9,8 +9,7 @@ import (
 	"math"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/identity"
 	"github.com/orderflow/orderflow/internal/refund"
 )
 
@@ -51,7 +50,7 @@ func DecodeHTTP(data []byte, orderID string) (Request, error) {
 		Amount *int64  `json:"amount"`
 		Reason *string `json:"reason"`
 	}
-	if err := intake.DecodeStrict(data, &b); err != nil {
+	if err := ingress.DecodeStrict(data, &b); err != nil {
 		return Request{}, err
 	}
 	return validate(body{OrderID: orderID, Amount: b.Amount, Reason: b.Reason}, false)
@@ -61,7 +60,7 @@ func DecodeHTTP(data []byte, orderID string) (Request, error) {
 // required.
 func DecodeEvent(data json.RawMessage) (Request, error) {
 	var b body
-	if err := intake.DecodeStrict(data, &b); err != nil {
+	if err := ingress.DecodeStrict(data, &b); err != nil {
 		return Request{}, err
 	}
 	return validate(b, true)
@@ -70,7 +69,7 @@ func DecodeEvent(data json.RawMessage) (Request, error) {
 func validate(b body, needOrder bool) (Request, error) {
 	r := Request{OrderID: b.OrderID}
 	if needOrder {
-		if msg := order.CheckKey(b.OrderID); msg != "" {
+		if msg := identity.CheckKey(b.OrderID); msg != "" {
 			return r, &ingress.FieldError{Field: "order_id", Message: msg}
 		}
 	}

@@ -28,8 +28,15 @@ type Service struct {
 // NewService is the refunds of kind k, started through keyed.
 func NewService(k *Kind, keyed Keyed) *Service { return &Service{kind: k, keyed: keyed} }
 
-// Request starts at most one refund per key (HTTP's Prefer: wait waits up to wait).
-func (s *Service) Request(ctx context.Context, tenant, key string, req Request, wait time.Duration) intake.Result {
+// Decode reads and validates the body of POST /v1/orders/{id}/refunds: orderID
+// is the path's.
+func (s *Service) Decode(body []byte, orderID string) (ingress.Request, error) {
+	return DecodeHTTP(body, orderID)
+}
+
+// Request starts at most one refund per key (HTTP's Prefer: wait waits up to
+// wait); req is a Request.
+func (s *Service) Request(ctx context.Context, tenant, key string, req ingress.Request, wait time.Duration) intake.Result {
 	return s.keyed.Submit(ctx, s.kind, tenant, key, req, wait)
 }
 
@@ -42,7 +49,7 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (wire.Refund, erro
 	case err != nil:
 		return wire.Refund{}, &intake.UnavailableError{What: "refund read", Err: err}
 	}
-	return wire.RefundFrom(row), nil
+	return Wire(row), nil
 }
 
 // List returns a page of the refunds of one of the tenant's orders, newest first.
@@ -62,7 +69,13 @@ func (s *Service) List(ctx context.Context, tenant, orderID string, limit int, c
 	}
 	out := make([]wire.Refund, len(rows))
 	for i, r := range rows {
-		out[i] = wire.RefundFrom(r)
+		out[i] = Wire(r)
 	}
 	return out, next, nil
+}
+
+// Wire is the refund of a row of the refunds table, as clients read it.
+func Wire(r refundstore.Row) wire.Refund {
+	return wire.Refund{ID: r.ID, OrderID: r.OrderID, Status: string(r.Status), Amount: r.Amount, AmountRequested: r.AmountRequested,
+		Currency: r.Currency, Reason: string(r.Reason), Failure: r.Failure, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }

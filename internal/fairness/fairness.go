@@ -13,7 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/internal/identity"
 )
 
 // Weights are the tenants' shares of the task queues; a tenant not named has
@@ -32,7 +32,7 @@ func Parse(spec string) (Weights, error) {
 			continue
 		}
 		tenant, v, ok := strings.Cut(item, "=")
-		if !ok || !order.ValidTenant(tenant) {
+		if !ok || !identity.ValidTenant(tenant) {
 			return Weights{}, fmt.Errorf("FAIRNESS_WEIGHTS: %q is not tenant=weight", item)
 		}
 		f, err := strconv.ParseFloat(v, 32)

@@ -1,7 +1,6 @@
 package order
 
 import (
-	"regexp"
 	"strconv"
 
 	"github.com/orderflow/orderflow/internal/identity"
@@ -13,11 +12,8 @@ import (
 // payment provider's idempotency keys. The same input gives the same identity on
 // every retry, in every process.
 
-var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-// ValidTenant reports whether name is a tenant name: lower-case letters, digits, '-'
-// and '_', at most 63 characters. It never holds ':' or '%', which WorkflowID relies on.
-func ValidTenant(name string) bool { return tenantPattern.MatchString(name) }
+// ValidTenant reports whether name is a tenant name (identity.ValidTenant).
+func ValidTenant(name string) bool { return identity.ValidTenant(name) }
 
 // Source is the ingress a client's key comes from (identity.Source).
 type Source = identity.Source

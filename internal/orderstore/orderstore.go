@@ -1,8 +1,9 @@
 // Package orderstore is the only code that reads or writes the orders table, the
 // read model shared by the workflow's activities (which write it) and the ingresses
 // (which insert and read it). Every status change goes through Move, which enforces
-// the order domain's state machine. The one condition on orders that another
-// store's statement embeds, RecordedForKey, is written here too.
+// the order domain's state machine. The one query of orders that other stores'
+// statements embed, FingerprintOf (through the order kind, ingress.Ledgered), is
+// written here too.
 package orderstore
 
 import (
@@ -60,15 +61,10 @@ type Store struct {
 // New returns the store on db.
 func New(db DB) *Store { return &Store{db: db} }
 
-// RecordedForKey is the SQL condition that the order of a row aliased k (with
-// columns tenant and workflow_id) is recorded, for another store to ask in the
-// same statement as its own write.
-const RecordedForKey = `EXISTS (SELECT 1 FROM orders o WHERE o.tenant = k.tenant AND o.workflow_id = k.workflow_id)`
-
 // FingerprintOf is the SQL query of the fingerprint of the order a workflow made
 // (NULL for orders from before fingerprints), for another store to ask in the
-// same statement as its own read; tenant and workflowID are the placeholders of
-// that statement's parameters.
+// same statement as its own read or write; tenant and workflowID are SQL
+// expressions of that statement (placeholders or columns).
 func FingerprintOf(tenant, workflowID string) string {
 	return `SELECT o.fingerprint FROM orders o WHERE o.tenant = ` + tenant + ` AND o.workflow_id = ` + workflowID
 }

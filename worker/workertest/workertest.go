@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/tracing"
@@ -106,23 +107,31 @@ func (h *Orders) StartWorkerProcess(tb testing.TB) *stacktest.Proc {
 	return stacktest.Start(tb, stacktest.Binary(tb, "cmd/worker"), h.WorkerEnv())
 }
 
-// setup is what this pipeline's intakes start orders with.
-func (h *Orders) setup(cancelWindow time.Duration) intake.Setup {
+// setup is what this pipeline's intakes start workflows with.
+func (h *Orders) setup() intake.Setup {
 	return intake.Setup{Pool: h.Pool, Temporal: h.Temporal, TaskQueue: h.Queue,
-		Policy: workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Codec: h.Codec}
 }
 
-// APIIntake is the API process's intake on this pipeline's task queue.
-func (h *Orders) APIIntake(cancelWindow time.Duration) *intake.Requests {
-	return intake.NewAPI(h.setup(cancelWindow), idempotency.New(h.Pool, 24*time.Hour, idempotency.DefaultReplayBytes))
+// policy is how this pipeline's orders treat time.
+func policy(cancelWindow time.Duration) workflows.Policy {
+	return workflows.Policy{CancelWindow: cancelWindow, LookupDelay: LookupDelay}
 }
+
+// APIIntake is the API process's order service on this pipeline's task queue.
+func (h *Orders) APIIntake(cancelWindow time.Duration) *orders.Service {
+	return orders.NewAPI(h.setup(), idempotency.New(h.Pool, 24*time.Hour, idempotency.DefaultReplayBytes), policy(cancelWindow), nil)
+}
+
+// OrderKind is the order kind as the Kafka ingress starts it on this
+// pipeline's task queue.
+func (h *Orders) OrderKind() *orders.Kind { return orders.ForEvents(h.setup(), policy(0)) }
 
 // ConsumerIntake is the Kafka ingress's intake on this pipeline's task queue,
 // deduplicating the events of group: orders, and the more kinds given.
 func (h *Orders) ConsumerIntake(group string, more ...ingress.Kind) *intake.Events {
-	return intake.NewConsumer(h.setup(0), group, more...)
+	return intake.NewConsumer(h.setup(), group, append([]ingress.Kind{h.OrderKind()}, more...)...)
 }
 
 // Starter starts workflows of any kind on this pipeline's task queue.
-func (h *Orders) Starter() intake.Starter { return h.setup(0).Starter() }
+func (h *Orders) Starter() intake.Starter { return h.setup().Starter() }

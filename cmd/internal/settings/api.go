@@ -11,6 +11,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/apikeys"
 	"github.com/orderflow/orderflow/internal/platform/config"
 	"github.com/orderflow/orderflow/internal/provider"
@@ -36,11 +37,13 @@ type API struct {
 	// ProblemBase is where the problem types are documented: each type's URL is
 	// it and the kind.
 	ProblemBase string
+	// Shed bounds the POSTs one process takes on at once; above them, 503.
+	Shed httpapi.ShedLimits
 }
 
 // LoadAPI reads the API's settings, reporting every bad one at once.
 func LoadAPI(e *config.Env) (API, error) {
-	c := API{Common: e.Common(), Policy: intake.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
+	c := API{Common: e.Common(), Policy: orders.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
 		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
@@ -48,6 +51,7 @@ func LoadAPI(e *config.Env) (API, error) {
 	c.Proxies, err = httpapi.ParseProxies(e.List("TRUSTED_PROXIES", ""), e.String("TRUSTED_PROXY_HEADER", httpapi.HeaderXForwardedFor))
 	e.Invalid(err)
 	c.ProblemBase = e.String("PROBLEM_BASE_URL", httpapi.DefaultProblemBase)
+	c.Shed = httpapi.ShedLimits{Posts: e.Int("SHED_MAX_POSTS", 256), Waiters: e.Int("SHED_MAX_WAITERS", 512)}
 	if u, err := url.Parse(c.ProblemBase); err != nil || !u.IsAbs() || u.Host == "" || !strings.HasSuffix(c.ProblemBase, "/") && !strings.HasSuffix(c.ProblemBase, "#") {
 		e.Invalid(fmt.Errorf("PROBLEM_BASE_URL=%q: want an absolute URL ending in / or #", c.ProblemBase))
 	}

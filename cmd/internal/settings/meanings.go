@@ -47,6 +47,8 @@ func meanings() map[string]string {
 		"PROBLEM_BASE_URL":                       "where the problem types are documented: each problem's `type` is this and its kind (`…/quota-exceeded`); point it at a copy of [docs/problems](problems/README.md), e.g. `https://github.com/ORG/orderflow/blob/main/docs/problems/README.md#`",
 		"API_ADDR":                               "public listen address: /v1, /openapi.yaml and /webhooks/stripe",
 		"OPS_ADDR":                               "the ops listener, off the public network: /healthz, /readyz, /metrics",
+		"SHED_MAX_POSTS":                         "`POST`s one API process handles at once without `Prefer: wait`; above it a `POST` is answered 503 with `Retry-After` (the time the process takes to finish what it holds, 1 to 30 s) before any work starts ([capacity](capacity.md#what-orderflow-does-above-capacity))",
+		"SHED_MAX_WAITERS":                       "`POST`s with `Prefer: wait` one API process holds at once; above it, 503 with `Retry-After` as above",
 		"DRAIN_DELAY":                            "time between /readyz turning 503 and the listener closing",
 		"MAX_CONCURRENT_ACTIVITIES":              "activity slots",
 		"MAX_CONCURRENT_WORKFLOW_TASKS":          "workflow task slots",

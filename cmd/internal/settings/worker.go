@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/consumer"
-	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/console"
 	"github.com/orderflow/orderflow/internal/platform/codecauth"
 	"github.com/orderflow/orderflow/internal/platform/config"
@@ -41,7 +41,7 @@ type Worker struct {
 
 // LoadWorker reads the worker's settings, reporting every bad one at once.
 func LoadWorker(e *config.Env) (Worker, error) {
-	c := Worker{Common: e.Common(), Policy: intake.PolicyFromEnv(e)}
+	c := Worker{Common: e.Common(), Policy: orders.PolicyFromEnv(e)}
 	c.Run = worker.RunOptions{
 		Options: worker.Options{
 			TaskQueue:                  c.TaskQueue,

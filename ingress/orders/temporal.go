@@ -1,4 +1,4 @@
-package intake
+package orders
 
 import (
 	"context"
@@ -6,61 +6,48 @@ import (
 	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/fairness"
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/workflows"
 )
 
-// Temporal is Workflows on a Temporal client: workflows.Order started so that a
-// duplicate start lands on the existing workflow, running or closed, and the
-// workflow's cancel update.
+// Temporal is Workflows on the ingress's starter: workflows.Order started so
+// that a duplicate start lands on the existing workflow, running or closed, and
+// the workflow's cancel update. Every order starts with its status PENDING as a
+// search attribute.
 type Temporal struct {
-	c         client.Client
-	dc        converter.DataConverter // the client's, to read a workflow's input
-	taskQueue string
-	fair      fairness.Weights
-	policy    workflows.Policy
-	eager     bool // first workflow tasks inline with their starts
+	starter intake.Starter
+	policy  workflows.Policy
 }
 
 var _ Workflows = (*Temporal)(nil)
 
-// NewTemporal returns the workflows of the task queue, started with policy, each
-// with its tenant as fairness key; dc is the client's data converter.
-func NewTemporal(c client.Client, dc converter.DataConverter, taskQueue string, fair fairness.Weights, policy workflows.Policy) *Temporal {
-	return &Temporal{c: c, dc: dc, taskQueue: taskQueue, fair: fair, policy: policy}
+// NewTemporal returns the order workflows of the starter's task queue, started
+// with policy.
+func NewTemporal(starter intake.Starter, policy workflows.Policy) *Temporal {
+	return &Temporal{starter: starter.With(workflows.StatusAttribute(order.StatusPending)), policy: policy}
 }
 
 // Placed returns the order the workflow runs, read from the input of its current
 // run (a run continued as new carries the same order).
 func (t *Temporal) Placed(ctx context.Context, workflowID string) (order.Order, error) {
 	var in workflows.PlaceOrder
-	err := t.starter().Input(ctx, workflowID, &in)
+	err := t.starter.Input(ctx, workflowID, &in)
 	return in.Order, err
 }
 
-func (t *Temporal) starter() Starter {
-	return Starter{c: t.c, dc: t.dc, taskQueue: t.taskQueue, fair: t.fair, eager: t.eager}
-}
-
 // Start starts (or finds) the order's workflow and returns its run.
-func (t *Temporal) Start(ctx context.Context, o order.Order) (Run, error) {
-	return t.starter().Start(ctx, o.Tenant, o.WorkflowID, workflows.Order, t.input(o))
+func (t *Temporal) Start(ctx context.Context, o order.Order) (intake.Run, error) {
+	return t.starter.Start(ctx, o.Tenant, o.WorkflowID, workflows.Order, t.input(o))
 }
 
 // StartNew starts the order's workflow; created is false when the ID exists.
 func (t *Temporal) StartNew(ctx context.Context, o order.Order) (bool, error) {
-	return t.starter().StartNew(ctx, o.Tenant, o.WorkflowID, workflows.Order, t.input(o))
-}
-
-func (t *Temporal) startOptions(o order.Order, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
-	return t.starter().options(o.Tenant, o.WorkflowID, conflict, errIfStarted)
+	return t.starter.StartNew(ctx, o.Tenant, o.WorkflowID, workflows.Order, t.input(o))
 }
 
 func (t *Temporal) input(o order.Order) workflows.PlaceOrder {
@@ -74,10 +61,10 @@ func (t *Temporal) input(o order.Order) workflows.PlaceOrder {
 func (t *Temporal) StartSettled(ctx context.Context, o order.Order, wait time.Duration) (workflows.OrderResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	op := t.c.NewWithStartWorkflowOperation(t.startOptions(o, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, false),
-		workflows.Order, t.input(o))
+	c := t.starter.Client()
+	op := c.NewWithStartWorkflowOperation(t.starter.StartOptions(o.Tenant, o.WorkflowID), workflows.Order, t.input(o))
 	var res workflows.OrderResult
-	h, err := t.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: op,
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSettled, WaitForStage: client.WorkflowUpdateStageCompleted}})
 	if err == nil {
 		err = h.Get(ctx, &res)
@@ -89,7 +76,7 @@ func (t *Temporal) StartSettled(ctx context.Context, o order.Order, wait time.Du
 // refuses it, or has closed, is errNotCancellable; one that accepted it and goes
 // on in its next run before the order settled is errCancelPending.
 func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status, error) {
-	h, err := t.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+	h, err := t.starter.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: workflowID, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	var res workflows.OrderResult

@@ -1,4 +1,4 @@
-package wire
+package orders
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ func TestOrderJSONShowsNoInternals(t *testing.T) {
 	row := orderstore.Row{ID: "ord_1", Status: order.StatusPaid, CustomerID: "cus_1", Currency: "USD", Amount: 500,
 		Items: []order.Item{{SKU: "a", Quantity: 1, UnitAmount: 500}}, PaymentRef: "pi_1", CreatedAt: time.Unix(0, 0),
 		UpdatedAt: time.Unix(1, 0), WorkflowID: "order:acme:http:k", Fingerprint: []byte{1, 2, 3}}
-	b, err := json.Marshal(From(row))
+	b, err := json.Marshal(Wire(row))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestOrderJSONShowsNoInternals(t *testing.T) {
 	if strings.Contains(string(b), row.WorkflowID) {
 		t.Fatalf("the workflow ID leaks: %s", b)
 	}
-	if got := List([]orderstore.Row{row, row}); len(got) != 2 || got[1].ID != "ord_1" {
-		t.Fatalf("List = %+v", got)
+	if got := WireList([]orderstore.Row{row, row}); len(got) != 2 || got[1].ID != "ord_1" {
+		t.Fatalf("WireList = %+v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package intake
+package orders
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/orderflow/orderflow/ingress"
 )
 
 const valid = `{"customer_id":"cus_1","currency":"usd","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
@@ -50,7 +52,7 @@ func TestDecodeRequest(t *testing.T) {
 				}
 				return
 			}
-			var fe *FieldError
+			var fe *ingress.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("err = %v, want a FieldError on %q", err, tt.field)
 			}
@@ -86,7 +88,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeRequest(data)
 		if err != nil {
-			var fe *FieldError
+			var fe *ingress.FieldError
 			if !errors.As(err, &fe) || fe.Field == "" {
 				t.Fatalf("error without a field: %v", err)
 			}

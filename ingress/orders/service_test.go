@@ -1,4 +1,4 @@
-package intake
+package orders
 
 import (
 	"bytes"
@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/internal/order"
 	"github.com/orderflow/orderflow/internal/orderstore"
 	"github.com/orderflow/orderflow/workflows"
@@ -48,14 +50,14 @@ func (f *fakeKeys) Claim(_ context.Context, tenant, key string, fp idempotency.P
 	case !ok:
 		f.recs[tenant+"/"+key] = &fakeKey{fingerprint: fp.Value, workflowID: workflowID, locked: true}
 		f.claimed++
-		return idempotency.Claimed, idempotency.Record{WorkflowID: workflowID, OrderRecorded: f.orders.has(workflowID)}, nil
+		return idempotency.Claimed, idempotency.Record{WorkflowID: workflowID, Recorded: fp.Recorded != nil && f.orders.has(workflowID)}, nil
 	case !fp.Matches(r.fingerprint):
 		return idempotency.Mismatch, idempotency.Record{WorkflowID: r.workflowID}, nil
 	case r.status == 0 && r.locked:
 		return idempotency.InFlight, idempotency.Record{WorkflowID: r.workflowID, RetryAfter: 3 * time.Second}, nil
 	case r.status == 0: // taken over
 		r.locked = true
-		return idempotency.Claimed, idempotency.Record{WorkflowID: r.workflowID, OrderRecorded: f.orders.has(r.workflowID)}, nil
+		return idempotency.Claimed, idempotency.Record{WorkflowID: r.workflowID, Recorded: fp.Recorded != nil && f.orders.has(r.workflowID)}, nil
 	}
 	return idempotency.Replayed, idempotency.Record{WorkflowID: r.workflowID, Status: r.status, Body: r.body}, nil
 }
@@ -94,7 +96,7 @@ type fakeEvents struct {
 	reads int
 }
 
-func (f *fakeEvents) Processed(_ context.Context, group, tenant, id, _ string) (bool, []byte, error) {
+func (f *fakeEvents) Processed(_ context.Context, group, tenant, id, _ string, _ idempotency.Query) (bool, []byte, error) {
 	f.reads++
 	fp, ok := f.seen[group+"/"+tenant+"/"+id]
 	return ok, fp, nil
@@ -156,7 +158,7 @@ type fakeRun struct{}
 
 func (fakeRun) Get(context.Context, any) error { return nil }
 
-func (f *fakeWorkflows) Start(_ context.Context, o order.Order) (Run, error) {
+func (f *fakeWorkflows) Start(_ context.Context, o order.Order) (intake.Run, error) {
 	if f.startErr != nil {
 		return nil, f.startErr
 	}
@@ -198,8 +200,9 @@ type fixture struct {
 	events *fakeEvents
 	orders *fakeOrders
 	flows  *fakeWorkflows
-	api    *Requests
-	cons   *Events
+	kind   *Kind
+	api    *Service
+	cons   *intake.Events
 }
 
 func newFixture() *fixture {
@@ -210,8 +213,10 @@ func newFixture() *fixture {
 		orders: orders,
 		flows:  &fakeWorkflows{started: map[string]int{}, placed: map[string]order.Order{}},
 	}
-	f.api = newRequests(f.keys, f.orders, f.flows, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	f.cons = newEvents(f.events, f.flows, "g")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.api = NewService(intake.NewRequests(f.keys, logger), f.orders, f.flows, nil, logger)
+	f.kind = New(nil, f.flows)
+	f.cons = intake.NewEvents(f.events, "g", f.kind)
 	return f
 }
 
@@ -228,11 +233,11 @@ func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
 	f := newFixture()
 	req := request(t, valid)
 	first := f.api.Place(context.Background(), "acme", "k1", req, 0)
-	if first.Kind != Created || first.Status != http.StatusAccepted || len(first.Body) == 0 {
+	if first.Kind != intake.Created || first.Status != http.StatusAccepted || len(first.Body) == 0 {
 		t.Fatalf("first = %+v", first)
 	}
 	again := f.api.Place(context.Background(), "acme", "k1", req, 0)
-	if again.Kind != Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.ID != first.ID {
+	if again.Kind != intake.Replayed || again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.ID != first.ID {
 		t.Fatalf("replay = %+v, want the first response", again)
 	}
 	if n := f.flows.started[order.WorkflowID("acme", order.FromHTTP, "k1")]; n != 1 {
@@ -243,11 +248,11 @@ func TestPlaceHTTPCreatesOnceAndReplaysByteForByte(t *testing.T) {
 func TestPlaceHTTPMismatchAndInFlight(t *testing.T) {
 	f := newFixture()
 	f.keys.recs["acme/k1"] = &fakeKey{fingerprint: Fingerprint(request(t, valid)), workflowID: order.WorkflowID("acme", order.FromHTTP, "k1"), locked: true}
-	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != InFlight || out.RetryAfter != 3*time.Second {
+	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != intake.InFlight || out.RetryAfter != 3*time.Second {
 		t.Fatalf("same body while the first runs = %+v, want InFlight after 3s", out)
 	}
 	other := request(t, `{"customer_id":"cus_1","currency":"usd","items":[{"sku":"sku-1","quantity":3,"unit_amount":1299}],"payment_method":"pm_card_visa"}`)
-	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != intake.Mismatch {
 		t.Fatalf("other body = %+v, want Mismatch", out)
 	}
 	if len(f.flows.started) != 0 {
@@ -259,22 +264,22 @@ func TestPlaceHTTPUnavailableKeepsTheFingerprint(t *testing.T) {
 	f := newFixture()
 	f.flows.startErr = errors.New("temporal down")
 	out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
-	var ue *UnavailableError
-	if out.Kind != Unavailable || !errors.As(out.Err, &ue) || ue.What != "workflow start" {
+	var ue *intake.UnavailableError
+	if out.Kind != intake.Unavailable || !errors.As(out.Err, &ue) || ue.What != "workflow start" {
 		t.Fatalf("out = %+v, want Unavailable(workflow start)", out)
 	}
 	f.flows.startErr = nil
 	// The start may have happened: another body with the key is refused at once...
 	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != intake.Mismatch {
 		t.Fatalf("other body after a failed start = %+v, want Mismatch", out)
 	}
 	// ...and the same body takes the key over.
-	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != Created {
+	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != intake.Created {
 		t.Fatalf("retry = %+v, want Created", out)
 	}
 	f.keys.err = errors.New("postgres down")
-	if out := f.api.Place(context.Background(), "acme", "k2", request(t, valid), 0); out.Kind != Unavailable {
+	if out := f.api.Place(context.Background(), "acme", "k2", request(t, valid), 0); out.Kind != intake.Unavailable {
 		t.Fatalf("claim failure = %+v, want Unavailable", out)
 	}
 }
@@ -288,18 +293,18 @@ func TestPlaceHTTPAfterTheKeyExpiredAnswersFromPostgres(t *testing.T) {
 	delete(f.keys.recs, "acme/k1") // purged
 	f.flows.started = map[string]int{}
 	again := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0)
-	if again.Kind != Replayed || again.ID != first.ID || len(f.flows.started) != 0 {
+	if again.Kind != intake.Replayed || again.ID != first.ID || len(f.flows.started) != 0 {
 		t.Fatalf("resent after expiry = %+v, %d starts; want the same order, no start", again, len(f.flows.started))
 	}
 	delete(f.keys.recs, "acme/k1")
 	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch || len(f.flows.started) != 0 {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != intake.Mismatch || len(f.flows.started) != 0 {
 		t.Fatalf("another body after expiry = %+v, want Mismatch", out)
 	}
-	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != Mismatch {
+	if out := f.api.Place(context.Background(), "acme", "k1", other, 0); out.Kind != intake.Mismatch {
 		t.Fatalf("again = %+v: the key must stay bound to the order's request", out)
 	}
-	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != Replayed {
+	if out := f.api.Place(context.Background(), "acme", "k1", request(t, valid), 0); out.Kind != intake.Replayed {
 		t.Fatalf("the original request = %+v, want Replayed", out)
 	}
 }
@@ -307,27 +312,27 @@ func TestPlaceHTTPAfterTheKeyExpiredAnswersFromPostgres(t *testing.T) {
 func TestPlaceEventDeduplicates(t *testing.T) {
 	f := newFixture()
 	req := request(t, valid)
-	if out := f.cons.PlaceEvent(context.Background(), "acme", "e1", req); out.Kind != Created {
+	if out := f.cons.SubmitEvent(context.Background(), f.kind, "acme", "e1", req); out.Kind != intake.Created {
 		t.Fatalf("first = %+v", out)
 	}
-	if out := f.cons.PlaceEvent(context.Background(), "acme", "e1", req); out.Kind != Replayed {
+	if out := f.cons.SubmitEvent(context.Background(), f.kind, "acme", "e1", req); out.Kind != intake.Replayed {
 		t.Fatalf("duplicate = %+v, want Replayed", out)
 	}
 	if n := f.flows.started[order.WorkflowID("acme", order.FromEvent, "e1")]; n != 1 {
 		t.Fatalf("%d starts, want 1", n)
 	}
 	// Another tenant's event with the same eventId is another order.
-	if out := f.cons.PlaceEvent(context.Background(), "other", "e1", req); out.Kind != Created {
+	if out := f.cons.SubmitEvent(context.Background(), f.kind, "other", "e1", req); out.Kind != intake.Created {
 		t.Fatalf("same eventId, other tenant = %+v, want Created", out)
 	}
 	// The same eventId with another order is not a duplicate.
 	other := request(t, strings.Replace(valid, `"quantity":2`, `"quantity":5`, 1))
-	if out := f.cons.PlaceEvent(context.Background(), "acme", "e1", other); out.Kind != Mismatch {
+	if out := f.cons.SubmitEvent(context.Background(), f.kind, "acme", "e1", other); out.Kind != intake.Mismatch {
 		t.Fatalf("reused eventId = %+v, want Mismatch", out)
 	}
 	// A row recorded before fingerprints counts as the same event.
 	f.events.seen["g/acme/legacy"] = nil
-	if out := f.cons.PlaceEvent(context.Background(), "acme", "legacy", other); out.Kind != Replayed {
+	if out := f.cons.SubmitEvent(context.Background(), f.kind, "acme", "legacy", other); out.Kind != intake.Replayed {
 		t.Fatalf("legacy row = %+v, want Replayed", out)
 	}
 }
@@ -336,22 +341,22 @@ func TestPlaceCloudEventDeduplicatesBySourceAndID(t *testing.T) {
 	f := newFixture()
 	req := request(t, valid)
 	ctx := context.Background()
-	if out := f.cons.PlaceCloudEvent(ctx, "acme", "/shop", "e1", req); out.Kind != Created {
+	if out := f.cons.SubmitCloudEvent(ctx, f.kind, "acme", "/shop", "e1", req); out.Kind != intake.Created {
 		t.Fatalf("first = %+v", out)
 	}
-	if out := f.cons.PlaceCloudEvent(ctx, "acme", "/shop", "e1", req); out.Kind != Replayed {
+	if out := f.cons.SubmitCloudEvent(ctx, f.kind, "acme", "/shop", "e1", req); out.Kind != intake.Replayed {
 		t.Fatalf("same source and id = %+v, want Replayed", out)
 	}
 	// The same id from another source is another event; so is an eventId that
 	// equals the id, or the CloudEvent's key.
 	key := order.CloudEventKey("/shop", "e1")
-	for _, place := range []func() Result{
-		func() Result { return f.cons.PlaceCloudEvent(ctx, "acme", "/warehouse", "e1", req) },
-		func() Result { return f.cons.PlaceEvent(ctx, "acme", "e1", req) },
-		func() Result { return f.cons.PlaceEvent(ctx, "acme", key, req) },
-		func() Result { return f.cons.PlaceEvent(ctx, "acme", "ce:"+key, req) },
+	for _, place := range []func() intake.Result{
+		func() intake.Result { return f.cons.SubmitCloudEvent(ctx, f.kind, "acme", "/warehouse", "e1", req) },
+		func() intake.Result { return f.cons.SubmitEvent(ctx, f.kind, "acme", "e1", req) },
+		func() intake.Result { return f.cons.SubmitEvent(ctx, f.kind, "acme", key, req) },
+		func() intake.Result { return f.cons.SubmitEvent(ctx, f.kind, "acme", "ce:"+key, req) },
 	} {
-		if out := place(); out.Kind != Created {
+		if out := place(); out.Kind != intake.Created {
 			t.Fatalf("another identity = %+v, want Created", out)
 		}
 	}
@@ -370,7 +375,7 @@ func TestCancel(t *testing.T) {
 		f.orders.views[out.ID] = v
 	}
 
-	if _, err := f.api.Cancel(context.Background(), "acme", "ord_nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := f.api.Cancel(context.Background(), "acme", "ord_nope"); !errors.Is(err, intake.ErrNotFound) {
 		t.Fatalf("unknown order: %v, want ErrNotFound", err)
 	}
 	f.flows.cancelled = func(id string) (order.Status, error) {
@@ -380,33 +385,50 @@ func TestCancel(t *testing.T) {
 		setStatus(order.StatusCancelled)
 		return order.StatusCancelled, nil
 	}
-	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != order.StatusCancelled {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != string(order.StatusCancelled) {
 		t.Fatalf("cancel = %+v, %v", v, err)
 	}
 	// The workflow has closed since: cancelling again answers the same.
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errNotCancellable }
-	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != order.StatusCancelled {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != string(order.StatusCancelled) {
 		t.Fatalf("second cancel = %+v, %v", v, err)
 	}
-	var nc *NotCancellableError
+	var nc *ingress.Refusal
 	setStatus(order.StatusPaid)
-	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &nc) || nc.Status != order.StatusPaid {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &nc) || nc.Problem != "not-cancellable" || nc.Detail != "the order is PAID" {
 		t.Fatalf("cancel of a fulfilled order: %v, want NotCancellable(PAID)", err)
 	}
 	// Accepted while the charge ran, then declined: nothing was cancelled.
 	f.flows.cancelled = func(string) (order.Status, error) { return order.StatusPaymentDeclined, nil }
-	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &nc) || nc.Status != order.StatusPaymentDeclined {
+	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &nc) || nc.Detail != "the order is "+string(order.StatusPaymentDeclined) {
 		t.Fatalf("cancel answered by a decline: %v", err)
 	}
 	// Accepted, and carried into the workflow's next run: the order as it stands.
 	setStatus(order.StatusPaymentUnknown)
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errCancelPending }
-	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != order.StatusPaymentUnknown {
+	if v, err := f.api.Cancel(context.Background(), "acme", out.ID); err != nil || v.Status != string(order.StatusPaymentUnknown) {
 		t.Fatalf("cancel pending = %+v, %v", v, err)
 	}
 	f.flows.cancelled = func(string) (order.Status, error) { return "", errors.New("deadline exceeded") }
-	var ue *UnavailableError
+	var ue *intake.UnavailableError
 	if _, err := f.api.Cancel(context.Background(), "acme", out.ID); !errors.As(err, &ue) {
 		t.Fatalf("cancel with Temporal down: %v, want UnavailableError", err)
+	}
+}
+
+// The list's values only the order kind knows are checked before any query.
+func TestListRefusesWhatTheKindDoesNotKnow(t *testing.T) {
+	f := newFixture()
+	for field, filter := range map[string]intake.Filter{
+		"status":   {Status: "BOGUS"},
+		"event_id": {IdempotencyKey: "k", EventID: "e"},
+	} {
+		var fe *ingress.FieldError
+		if _, _, err := f.api.List(context.Background(), "acme", filter); !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%+v: %v, want a FieldError on %s", filter, err, field)
+		}
+	}
+	if _, _, err := f.api.List(context.Background(), "acme", intake.Filter{Status: string(order.StatusPaid)}); err != nil {
+		t.Fatalf("a known status: %v", err)
 	}
 }

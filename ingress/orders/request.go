@@ -1,19 +1,16 @@
-// Package intake turns outside input into idempotent workflow starts, the same way
-// for HTTP requests and Kafka events: strict decoding and validation of the order,
-// a fingerprint of the request, the workflow ID derived from tenant and key, and a
-// start that a duplicate can never turn into a second workflow.
-package intake
+// Package orders is the first workflow kind: an order and its payment, run by
+// workflows.Order and read from the orders table. It says only what differs
+// from other kinds (ingress.Kind): its request, its fingerprint, its workflow's
+// start and answer, and its reads and cancel; the ingress core does the rest.
+package orders
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/internal/order"
@@ -28,111 +25,24 @@ type Request struct {
 	PaymentMethod string       `json:"payment_method"`
 }
 
-// FieldError names the part of the input that is wrong.
-type FieldError = ingress.FieldError
-
-func fieldErr(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+func fieldErr(field, format string, args ...any) *ingress.FieldError {
+	return ingress.FieldErrorf(field, format, args...)
 }
 
 // Limits of a request.
 const (
-	MaxItems       = 100
-	MaxIDLen       = 128
-	maxNestedDepth = 8
+	MaxItems = 100
+	MaxIDLen = 128
 )
 
 // DecodeRequest parses and validates an order strictly: UTF-8 only, no unknown
 // fields, no trailing data, no deep nesting, every number an int64.
 func DecodeRequest(data []byte) (Request, error) {
 	var r Request
-	if err := DecodeStrict(data, &r); err != nil {
+	if err := ingress.DecodeStrict(data, &r); err != nil {
 		return r, err
 	}
 	return r, r.Validate()
-}
-
-// DecodeStrict decodes one JSON value into v, refusing what a lenient decoder lets
-// through.
-func DecodeStrict(data []byte, v any) error {
-	if !utf8.Valid(data) {
-		return fieldErr("body", "not valid UTF-8")
-	}
-	if depth(data) > maxNestedDepth {
-		return fieldErr("body", "nested deeper than %d levels", maxNestedDepth)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonFieldError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fieldErr("body", "unexpected data after the JSON value")
-	}
-	return nil
-}
-
-// depth is the maximum nesting of arrays and objects, outside strings.
-func depth(data []byte) int {
-	d, max, inString, escaped := 0, 0, false, false
-	for _, c := range data {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			d++
-			if d > max {
-				max = d
-			}
-		case c == '}' || c == ']':
-			d--
-		}
-	}
-	return max
-}
-
-func jsonFieldError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		if typeErr.Value == "number" || strings.HasPrefix(typeErr.Value, "number ") {
-			return fieldErr(field, "must be an integer that fits in 64 bits")
-		}
-		return fieldErr(field, "must be of type %s, not %s", jsonType(typeErr.Type.Kind().String()), typeErr.Value)
-	case errors.As(err, &syntaxErr):
-		return fieldErr("body", "malformed JSON at byte %d", syntaxErr.Offset)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fieldErr("body", "empty or truncated JSON")
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		if name = strings.Trim(name, `"`); name != "" {
-			return fieldErr(name, "unknown field")
-		}
-		return fieldErr("body", "unknown field with an empty name")
-	}
-	return fieldErr("body", "%s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "int64", "int":
-		return "integer"
-	case "slice":
-		return "array"
-	case "struct", "map":
-		return "object"
-	}
-	return kind
 }
 
 // Validate checks every field; the first problem is returned.

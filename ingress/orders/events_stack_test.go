@@ -1,6 +1,6 @@
 //go:build stack
 
-package intake_test
+package orders_test
 
 import (
 	"bytes"
@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/fairness"
+	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/worker/workertest"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -29,8 +28,8 @@ func TestConcurrentDeliveriesRecordTheBodyThatMadeTheOrder(t *testing.T) {
 	defer cancel()
 
 	const pairs = 200
-	body := func(customer string) intake.Request {
-		return intake.Request{CustomerID: customer, Currency: "usd", PaymentMethod: "pm_card_visa",
+	body := func(customer string) orders.Request {
+		return orders.Request{CustomerID: customer, Currency: "usd", PaymentMethod: "pm_card_visa",
 			Items: []order.Item{{SKU: "sku-1", Quantity: 1, UnitAmount: 1000}}}
 	}
 	results := make([][2]intake.Result, pairs)
@@ -44,7 +43,7 @@ func TestConcurrentDeliveriesRecordTheBodyThatMadeTheOrder(t *testing.T) {
 				// A dependency that failed (a busy machine's Temporal) is
 				// Unavailable, and the consumer delivers the event again.
 				for {
-					results[i][j] = in.PlaceEvent(ctx, "acme", fmt.Sprint(prefix, i), body(customer))
+					results[i][j] = in.SubmitEvent(ctx, h.OrderKind(), "acme", fmt.Sprint(prefix, i), body(customer))
 					if results[i][j].Kind != intake.Unavailable || ctx.Err() != nil {
 						return
 					}
@@ -58,7 +57,7 @@ func TestConcurrentDeliveriesRecordTheBodyThatMadeTheOrder(t *testing.T) {
 
 	wrong := 0
 	for i, pair := range results {
-		var maker intake.Request
+		var maker orders.Request
 		// A delivery delivered again after it started the workflow finds its own order.
 		made := func(j int) bool {
 			return pair[j].Kind == intake.Created || retried[i][j] && pair[j].Kind == intake.Replayed
@@ -76,7 +75,7 @@ func TestConcurrentDeliveriesRecordTheBodyThatMadeTheOrder(t *testing.T) {
 			group, fmt.Sprint(prefix, i)).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(stored, intake.Fingerprint(maker)) {
+		if !bytes.Equal(stored, orders.Fingerprint(maker)) {
 			wrong++
 		}
 	}
@@ -93,18 +92,17 @@ func TestRowAfterACrashHoldsTheBodyThatMadeTheOrder(t *testing.T) {
 	group, eventID := "g-"+h.Queue, h.Queue+"-evt"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	first := intake.Request{CustomerID: "cus_a", Currency: "usd", PaymentMethod: "pm_card_visa",
+	first := orders.Request{CustomerID: "cus_a", Currency: "usd", PaymentMethod: "pm_card_visa",
 		Items: []order.Item{{SKU: "sku-1", Quantity: 1, UnitAmount: 1000}}}
 	second := first
 	second.CustomerID = "cus_b"
 
-	dc, _ := payloadcodec.Converters(h.Codec)
-	started := intake.NewTemporal(h.Temporal, dc, h.Queue, fairness.Weights{}, workflows.Policy{})
+	started := orders.NewTemporal(h.Starter(), workflows.Policy{})
 	if created, err := started.StartNew(ctx, first.Order("acme", order.WorkflowID("acme", order.FromEvent, eventID))); err != nil || !created {
 		t.Fatalf("first delivery's start: %v, %v", created, err)
 	}
 	// ...and its process died here, before the row.
-	if out := h.ConsumerIntake(group).PlaceEvent(ctx, "acme", eventID, second); out.Kind != intake.Mismatch {
+	if out := h.ConsumerIntake(group).SubmitEvent(ctx, h.OrderKind(), "acme", eventID, second); out.Kind != intake.Mismatch {
 		t.Fatalf("second delivery with another body: %v, want Mismatch", out.Kind)
 	}
 	var stored []byte
@@ -112,11 +110,11 @@ func TestRowAfterACrashHoldsTheBodyThatMadeTheOrder(t *testing.T) {
 		group, eventID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(stored, intake.Fingerprint(first)) {
+	if !bytes.Equal(stored, orders.Fingerprint(first)) {
 		t.Fatal("the row holds the second body, which did not make the order")
 	}
 	// The first delivery, redelivered, is the order's.
-	if out := h.ConsumerIntake(group).PlaceEvent(ctx, "acme", eventID, first); out.Kind != intake.Replayed {
+	if out := h.ConsumerIntake(group).SubmitEvent(ctx, h.OrderKind(), "acme", eventID, first); out.Kind != intake.Replayed {
 		t.Fatalf("the first body redelivered: %v, want Replayed", out.Kind)
 	}
 }

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ShedLimits bound what one API process takes on at once. Above a bound a POST
+// is refused before any work starts (503 with Retry-After): no key claimed, no
+// workflow started, so nothing admitted ends in a timeout.
+type ShedLimits struct {
+	// Posts are the POSTs in flight that answer without waiting (0: no bound).
+	Posts int
+	// Waiters are the POSTs in flight that wait for their outcome, Prefer: wait
+	// (0: no bound).
+	Waiters int
+}
+
+// Retry-After is never under a second nor over the longest Prefer: wait.
+const (
+	minShedRetry = 1
+	maxShedRetry = 30
+)
+
+// gate counts the requests of one bound in flight and how fast they leave.
+type gate struct {
+	max      int64
+	inFlight atomic.Int64
+	done     atomic.Int64
+	mu       sync.Mutex
+	sampled  time.Time
+	seen     int64
+	rate     float64 // requests finished a second, smoothed over samples
+}
+
+// enter takes a place, or says false (and takes none) when the gate is full.
+func (g *gate) enter() bool {
+	if g.max <= 0 {
+		return true
+	}
+	if g.inFlight.Add(1) > g.max {
+		g.inFlight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (g *gate) leave() {
+	if g.max <= 0 {
+		return
+	}
+	g.inFlight.Add(-1)
+	g.done.Add(1)
+	g.sample(time.Now())
+}
+
+// sample folds the requests finished since the last sample into the rate, at
+// most once a second, so one request's timing never swings it.
+func (g *gate) sample(now time.Time) float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sampled.IsZero() {
+		g.sampled, g.seen = now, g.done.Load()
+		return g.rate
+	}
+	took := now.Sub(g.sampled).Seconds()
+	if took < 1 {
+		return g.rate
+	}
+	done := g.done.Load()
+	measured := float64(done-g.seen) / took
+	if g.rate == 0 {
+		g.rate = measured
+	} else {
+		g.rate = 0.5*g.rate + 0.5*measured
+	}
+	g.sampled, g.seen = now, done
+	return g.rate
+}
+
+// retryAfter is the seconds the gate takes to drain what is in it at the rate
+// measured: by then a place is free for the refused request and those refused
+// with it. Unmeasured yet: the shortest.
+func (g *gate) retryAfter(now time.Time) int {
+	rate := g.sample(now)
+	if rate <= 0 {
+		return minShedRetry
+	}
+	s := int(math.Ceil(float64(g.inFlight.Load()) / rate))
+	return min(max(s, minShedRetry), maxShedRetry)
+}
+
+// shed refuses the POSTs above l's bounds with 503 and a Retry-After from the
+// rate the admitted ones finish at; other methods pass. It runs after the
+// tenant's budget, so a tenant over its own budget still hears 429.
+func shed(l ShedLimits, reg prometheus.Registerer) func(http.Handler) http.Handler {
+	posts, waiters := &gate{max: int64(l.Posts)}, &gate{max: int64(l.Waiters)}
+	shed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "orderflow_http_shed_total", Help: "POSTs refused with 503 before any work because the process was at its bound, by bound (posts, waiters).",
+	}, []string{"bound"})
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "orderflow_http_posts_in_flight", Help: "POSTs in flight under the shedding bounds, waiters included.",
+	}, func() float64 { return float64(posts.inFlight.Load() + waiters.inFlight.Load()) })
+	reg.MustRegister(shed, inFlight)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				next.ServeHTTP(w, r)
+				return
+			}
+			g, bound := posts, "posts"
+			if parsePreferWait(r.Header.Values("Prefer")) > 0 {
+				g, bound = waiters, "waiters"
+			}
+			if !g.enter() {
+				shed.WithLabelValues(bound).Inc()
+				p := newProblem(kindUnavailable, "this API process is at capacity and started nothing for this request; retry after Retry-After seconds with the same Idempotency-Key")
+				p.retryAfter = g.retryAfter(time.Now())
+				writeProblem(w, r, p)
+				return
+			}
+			defer g.leave()
+			next.ServeHTTP(w, r)
+		})
+	}
+}

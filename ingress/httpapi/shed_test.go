@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/ingress/wire"
+)
+
+// heldIntake holds every Place until release is closed, counting them.
+type heldIntake struct {
+	placed  atomic.Int32
+	release chan struct{}
+}
+
+func (h *heldIntake) Place(ctx context.Context, _, key string, _ intake.Request, _ time.Duration) intake.Result {
+	h.placed.Add(1)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return intake.Result{Kind: intake.Created, ID: "ord_" + key, Status: http.StatusAccepted, Body: []byte(`{}`)}
+}
+
+func (h *heldIntake) Get(context.Context, string, string) (wire.Order, error) {
+	return wire.Order{}, nil
+}
+
+func (h *heldIntake) List(context.Context, string, intake.Filter) ([]wire.Order, string, error) {
+	return nil, "", nil
+}
+
+func (h *heldIntake) Cancel(context.Context, string, string) (wire.Order, error) {
+	return wire.Order{}, nil
+}
+
+// Decode reads bodies as the order kind does.
+func (h *heldIntake) Decode(body []byte) (intake.Request, error) { return scripted{}.Decode(body) }
+
+const shedBody = `{"customer_id":"cus_1","currency":"USD","items":[{"sku":"sku-1","quantity":2,"unit_amount":1299}],"payment_method":"pm_card_visa"}`
+
+// answer is what a shed test reads of a response, its body closed.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func shedPost(t *testing.T, url, key string, wait bool) *answer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/orders", strings.NewReader(shedBody))
+	req.Header.Set("Authorization", "Bearer k")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	if wait {
+		req.Header.Set("Prefer", "wait=10")
+	}
+	// A shed POST is answered at once; one the API took on waits for release.
+	c := &http.Client{Timeout: 3 * time.Second}
+	if strings.HasPrefix(key, "held-") {
+		c.Timeout = 0
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	resp.Body.Close()
+	return &answer{StatusCode: resp.StatusCode, Header: resp.Header}
+}
+
+// Above its bounds the API answers a POST 503 with Retry-After at once and
+// never places it; the POSTs it admitted finish; a GET is never shed.
+func TestPostsAboveTheBoundAreShedBeforeAnyWork(t *testing.T) {
+	held := &heldIntake{release: make(chan struct{})}
+	srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
+		Keys: acceptAll{}, Intake: held, MaxBodyBytes: 1 << 10, Shed: ShedLimits{Posts: 2, Waiters: 1}}))
+	defer srv.Close()
+	release := sync.OnceFunc(func() { close(held.release) })
+	defer release() // before the server closes, which waits for what it holds
+	var wg sync.WaitGroup
+	admitted := make([]int, 3)
+	for i, wait := range []bool{false, false, true} {
+		wg.Go(func() {
+			if resp := shedPost(t, srv.URL, "held-"+strconv.Itoa(i), wait); resp != nil {
+				admitted[i] = resp.StatusCode
+			}
+		})
+	}
+	for held.placed.Load() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	for _, wait := range []bool{false, true} {
+		began := time.Now()
+		resp := shedPost(t, srv.URL, "over", wait)
+		if resp == nil {
+			t.Fatalf("a POST over the bound (wait %v) was not answered at once", wait)
+		}
+		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || retry < minShedRetry || retry > maxShedRetry ||
+			resp.Header.Get("Content-Type") != "application/problem+json" || time.Since(began) > 2*time.Second {
+			t.Fatalf("a POST over the bound (wait %v): %d, Retry-After %q, %s, in %s", wait, resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), time.Since(began))
+		}
+	}
+	get, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/orders/ord_1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := held.placed.Load(); n != 3 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("placed %d (want the 3 admitted), GET while full: %d", n, resp.StatusCode)
+	}
+	release()
+	wg.Wait()
+	for i, status := range admitted {
+		if status != http.StatusAccepted {
+			t.Fatalf("admitted POST %d: %d, want 202", i, status)
+		}
+	}
+	if resp := shedPost(t, srv.URL, "after", false); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a POST once the bound has room: %d", resp.StatusCode)
+	}
+}
+
+// Retry-After is the time the gate takes to drain at the rate its requests
+// finished at, within its bounds.
+func TestRetryAfterFollowsTheDrainRate(t *testing.T) {
+	g := &gate{max: 100}
+	t0 := time.Now()
+	if s := g.retryAfter(t0); s != minShedRetry {
+		t.Fatalf("unmeasured: %d s, want %d", s, minShedRetry)
+	}
+	g.inFlight.Store(40)
+	g.done.Add(20) // 20 finished in 2 s: 10 a second
+	if s := g.retryAfter(t0.Add(2 * time.Second)); s != 4 {
+		t.Fatalf("40 in flight at 10 a second: Retry-After %d, want 4", s)
+	}
+	g.inFlight.Store(100)
+	// Nothing finished since: the rate halves at each sample (5, then 2.5).
+	if s := g.retryAfter(t0.Add(time.Minute)); s != 20 {
+		t.Fatalf("100 in flight at 5 a second: Retry-After %d, want 20", s)
+	}
+	if s := g.retryAfter(t0.Add(2 * time.Minute)); s != maxShedRetry {
+		t.Fatalf("100 in flight at 2.5 a second: Retry-After %d, want %d", s, maxShedRetry)
+	}
+}

@@ -1,0 +1,54 @@
+package identity
+
+import "strconv"
+
+// MaxKeyLen bounds a client's key, an HTTP Idempotency-Key or an event's eventId:
+// the bound the payment provider sets on its own idempotency keys.
+const MaxKeyLen = 255
+
+// CheckKey says why key is not a client's key ("" when it is): a key is 1 to
+// MaxKeyLen visible ASCII characters.
+func CheckKey(key string) string {
+	switch {
+	case key == "":
+		return "is required"
+	case len(key) > MaxKeyLen:
+		return "longer than " + strconv.Itoa(MaxKeyLen) + " characters"
+	case !VisibleString(key):
+		return "must be visible ASCII characters"
+	}
+	return ""
+}
+
+// VisibleString reports whether s holds only visible ASCII characters (0x21 to
+// 0x7e).
+func VisibleString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !Visible(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxTenantLen bounds a tenant's name.
+const maxTenantLen = 63
+
+// ValidTenant reports whether name is a tenant name: lower-case letters, digits,
+// '-' and '_', beginning with a letter or digit, at most 63 characters. It never
+// holds ':' or '%', which WorkflowID relies on.
+func ValidTenant(name string) bool {
+	if name == "" || len(name) > maxTenantLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,28 @@
+package identity
+
+import (
+	"strings"
+	"testing"
+)
+
+// A tenant's name is what the older pattern ^[a-z0-9][a-z0-9_-]{0,62}$ took.
+func TestValidTenant(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a": true, "acme": true, "a-b_c9": true, "9a": true, strings.Repeat("a", 63): true,
+		"": false, "-a": false, "_a": false, "Acme": false, strings.Repeat("a", 64): false,
+		"a:b": false, "a%b": false, "a b": false, "a\n": false, "é": false,
+	} {
+		if got := ValidTenant(name); got != want {
+			t.Errorf("ValidTenant(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestCheckKey(t *testing.T) {
+	for key, ok := range map[string]bool{"k": true, strings.Repeat("k", MaxKeyLen): true,
+		"": false, strings.Repeat("k", MaxKeyLen+1): false, "a b": false, "ké": false} {
+		if msg := CheckKey(key); (msg == "") != ok {
+			t.Errorf("CheckKey(%q) = %q, want ok=%v", key, msg, ok)
+		}
+	}
+}
