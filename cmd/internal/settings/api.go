@@ -21,6 +21,7 @@ import (
 // API is the API's configuration.
 type API struct {
 	config.Common
+	Tenants
 	Policy         workflows.Policy
 	Serve          httpapi.ServeOptions
 	IdempotencyTTL time.Duration
@@ -43,10 +44,10 @@ type API struct {
 
 // LoadAPI reads the API's settings, reporting every bad one at once.
 func LoadAPI(e *config.Env) (API, error) {
-	c := API{Common: e.Common(), Policy: orders.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
+	c := API{Common: e.Common(), Tenants: readTenants(e), Policy: orders.PolicyFromEnv(e), IdempotencyTTL: e.Duration("IDEMPOTENCY_TTL", 24*time.Hour),
 		ReplayBytes: e.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayBytes), MaxBodyBytes: e.Int("MAX_BODY_BYTES", 64<<10),
 		KeyCacheTTL: e.Duration("API_KEY_CACHE_TTL", apikeys.DefaultCacheTTL),
-		Payments:    e.Payments(5 * time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
+		Payments:    payments(e, 5*time.Second), WebhookSecrets: e.List("PAYMENTS_WEBHOOK_SECRETS", "")}
 	var err error
 	c.Proxies, err = httpapi.ParseProxies(e.List("TRUSTED_PROXIES", ""), e.String("TRUSTED_PROXY_HEADER", httpapi.HeaderXForwardedFor))
 	e.Invalid(err)

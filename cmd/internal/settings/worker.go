@@ -20,6 +20,7 @@ import (
 // Worker is the worker's configuration.
 type Worker struct {
 	config.Common
+	Tenants
 	Policy         workflows.Policy
 	Run            worker.RunOptions
 	Kafka          kafkaclient.Cluster
@@ -41,7 +42,7 @@ type Worker struct {
 
 // LoadWorker reads the worker's settings, reporting every bad one at once.
 func LoadWorker(e *config.Env) (Worker, error) {
-	c := Worker{Common: e.Common(), Policy: orders.PolicyFromEnv(e)}
+	c := Worker{Common: e.Common(), Tenants: readTenants(e), Policy: orders.PolicyFromEnv(e)}
 	c.Run = worker.RunOptions{
 		Options: worker.Options{
 			TaskQueue:                  c.TaskQueue,
@@ -65,7 +66,7 @@ func LoadWorker(e *config.Env) (Worker, error) {
 		MaxUncommitted: e.Int("CONSUMER_MAX_UNCOMMITTED", 128),
 		CommitInterval: e.Duration("CONSUMER_COMMIT_INTERVAL", 200*time.Millisecond),
 	}
-	c.Payments = e.Payments(provider.DefaultTimeout)
+	c.Payments = payments(e, provider.DefaultTimeout)
 	c.TenantCacheTTL = e.Duration("TENANT_CACHE_TTL", 30*time.Second)
 	interval, refund := e.Reconcile()
 	c.Reconcile = reconcile.Options{Grace: interval, Overlap: 5 * time.Minute, FirstLookback: time.Hour, RefundOrphans: refund}

@@ -11,12 +11,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/orderflow/orderflow/internal/fairness"
 	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
 	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
 	"github.com/orderflow/orderflow/internal/platform/temporalclient"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/quota"
 )
 
 // Env reads settings from a getenv function (os.Getenv in mains, a map in tests).
@@ -216,15 +213,8 @@ type Common struct {
 	Temporal          client.Options
 	TemporalNamespace string
 	TaskQueue         string
-	// Fairness weighs the tenants' shares of the task queues (FAIRNESS_WEIGHTS).
-	Fairness fairness.Weights
-	// TenantLimit is every tenant's request budget unless it has its own
-	// (TENANT_RATE, TENANT_BURST), held across the fleet; every process reads
-	// the tenants' own every TenantLimitsRefresh.
-	TenantLimit         quota.Limit
-	TenantLimitsRefresh time.Duration
-	ShutdownTimeout     time.Duration
-	LogLevel            string
+	ShutdownTimeout   time.Duration
+	LogLevel          string
 	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
 	PayloadKeys *payloadcodec.Keyring
 }
@@ -241,14 +231,6 @@ func (e *Env) Common() Common {
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
-	var err error
-	c.Fairness, err = fairness.Parse(e.String("FAIRNESS_WEIGHTS", ""))
-	e.Invalid(err)
-	c.TenantLimit = quota.Limit{Rate: float64(e.Int("TENANT_RATE", 100)), Burst: e.Int("TENANT_BURST", 200)}
-	c.TenantLimitsRefresh = e.Duration("TENANT_LIMITS_REFRESH", 30*time.Second)
-	if err := c.TenantLimit.Valid(); err != nil {
-		e.Invalid(fmt.Errorf("TENANT_RATE, TENANT_BURST: %w", err))
-	}
 	return c
 }
 
@@ -257,16 +239,6 @@ func (e *Env) Common() Common {
 func (e *Env) Invalid(err error) {
 	if err != nil {
 		e.errs = append(e.errs, err)
-	}
-}
-
-// Payments reads how to reach the payment provider (PAYMENTS_URL,
-// PAYMENTS_API_KEY, PAYMENTS_TIMEOUT, PAYMENTS_RETURN_URL).
-func (e *Env) Payments(timeout time.Duration) provider.Config {
-	return provider.Config{
-		URL: e.String("PAYMENTS_URL", "http://127.0.0.1:8099"), APIKey: e.String("PAYMENTS_API_KEY", ""),
-		Timeout: e.Duration("PAYMENTS_TIMEOUT", timeout), ReturnURL: e.String("PAYMENTS_RETURN_URL", ""),
-		Rate: e.Count("PAYMENTS_RATE", 90),
 	}
 }
 
