@@ -77,38 +77,19 @@ type Figure struct {
 func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	n := fs.Int("n", 500, "operations per scenario")
-	conc := fs.Int("c", 16, "concurrent clients (and in-flight messages per partition)")
-	bins := fs.String("bin", ".stack/bin", "folder with the api, worker and paysim binaries")
-	out := fs.String("out", "bench/results", "folder of the JSON reports")
-	only := fs.String("only", "", "comma-separated scenario numbers to run (e.g. 1,5); all when empty")
-	rows := fs.Int("rows", 10_000_000, "rows scenario 10 adds to each of idempotency_keys, processed_events and orders")
-	stack := fs.String("stack", "scripts/stack", "the stack's script, which turns Temporal's fairness off and on (scenario 9)")
-	level := fs.Duration("overload", 5*time.Minute, "how long scenario 13 offers each of 1x, 2x and 5x the capacity")
-	rampStep := fs.Duration("ramp-step", 20*time.Second, "each step of the ramp that finds the capacity (scenario 13, soak)")
-	plan := soakPlan{Fail: 0.05, Slow: 0.02}
-	fs.DurationVar(&plan.For, "soak", 0, "instead of the scenarios, the soak: load at 0.8x the capacity for this long under faults (make soak)")
-	fs.DurationVar(&plan.KillWorker, "soak-kill-worker", 5*time.Minute, "the soak kills the worker (SIGKILL) this often")
-	fs.DurationVar(&plan.RestartAPI, "soak-restart-api", 7*time.Minute, "the soak restarts the API this often")
-	fs.DurationVar(&plan.StopBroker, "soak-stop-broker", 15*time.Minute, "the soak stops Kafka this often")
-	fs.DurationVar(&plan.BrokerDown, "soak-broker-down", 30*time.Second, "for this long")
-	soakRate := fs.Float64("soak-rate", 0, "the soak's orders a second (0: 0.8x the capacity the ramp finds)")
-	if err := fs.Parse(args[1:]); err != nil {
+	o, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
 	env, err := stackEnv()
 	if err != nil {
 		return err
 	}
-
-	b, err := setup(ctx, env, *bins, *n, *conc, stdout)
-	if err == nil {
-		b.stack, b.rows = *stack, *rows
-	}
+	b, err := setup(ctx, env, o.bins, o.n, o.conc, stdout)
 	if err != nil {
 		return err
 	}
+	b.stack, b.rows = o.stack, o.rows
 	defer b.close()
 	// Whatever happened, the run leaves nothing in the stack make run shares.
 	defer func() {
@@ -116,20 +97,75 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 			err = cerr
 		}
 	}()
-	if plan.For > 0 {
-		return b.soak(ctx, plan, *soakRate, *rampStep)
+	if o.plan.For > 0 {
+		return b.soak(ctx, o.plan, o.soakRate, o.rampStep)
 	}
+	rep := Report{Time: time.Now().UTC(), Profile: env["ORDERFLOW_STACK_PROFILE"], Machine: machine(ctx, env["ORDERFLOW_STACK_PROFILE"]), N: o.n, Concurrency: o.conc}
+	for _, step := range b.steps(o) {
+		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), step.id) {
+			continue
+		}
+		rs, err := b.runStep(ctx, step)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			rep.Results = append(rep.Results, r)
+			fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
+		}
+		if step.starts {
+			b.started += o.n
+		}
+	}
+	rep.Resources = b.resources()
+	return finish(stdout, rep, o.out, o.only)
+}
 
-	rep := Report{Time: time.Now().UTC(), Profile: env["ORDERFLOW_STACK_PROFILE"], Machine: machine(ctx, env["ORDERFLOW_STACK_PROFILE"]), N: *n, Concurrency: *conc}
-	steps := []struct {
-		id     string
-		run    func(context.Context) ([]Result, error)
-		starts bool // starts n orders that the worker then runs
-		// quiet: measured with no order worker running, so a start's CPU is the
-		// start's alone, not also that of running the orders started before it;
-		// they wait in the task queue until the next step starts the worker.
-		quiet bool
-	}{
+// options are the bench's flags.
+type options struct {
+	n, conc, rows          int
+	bins, out, only, stack string
+	level, rampStep        time.Duration
+	plan                   soakPlan
+	soakRate               float64
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.n, "n", 500, "operations per scenario")
+	fs.IntVar(&o.conc, "c", 16, "concurrent clients (and in-flight messages per partition)")
+	fs.StringVar(&o.bins, "bin", ".stack/bin", "folder with the api, worker and paysim binaries")
+	fs.StringVar(&o.out, "out", "bench/results", "folder of the JSON reports")
+	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,5); all when empty")
+	fs.IntVar(&o.rows, "rows", 10_000_000, "rows scenario 10 adds to each of idempotency_keys, processed_events and orders")
+	fs.StringVar(&o.stack, "stack", "scripts/stack", "the stack's script, which turns Temporal's fairness off and on (scenario 9)")
+	fs.DurationVar(&o.level, "overload", 5*time.Minute, "how long scenario 13 offers each of 1x, 2x and 5x the capacity")
+	fs.DurationVar(&o.rampStep, "ramp-step", 20*time.Second, "each step of the ramp that finds the capacity (scenario 13, soak)")
+	o.plan = soakPlan{Fail: 0.05, Slow: 0.02}
+	fs.DurationVar(&o.plan.For, "soak", 0, "instead of the scenarios, the soak: load at 0.8x the capacity for this long under faults (make soak)")
+	fs.DurationVar(&o.plan.KillWorker, "soak-kill-worker", 5*time.Minute, "the soak kills the worker (SIGKILL) this often")
+	fs.DurationVar(&o.plan.RestartAPI, "soak-restart-api", 7*time.Minute, "the soak restarts the API this often")
+	fs.DurationVar(&o.plan.StopBroker, "soak-stop-broker", 15*time.Minute, "the soak stops Kafka this often")
+	fs.DurationVar(&o.plan.BrokerDown, "soak-broker-down", 30*time.Second, "for this long")
+	fs.Float64Var(&o.soakRate, "soak-rate", 0, "the soak's orders a second (0: 0.8x the capacity the ramp finds)")
+	return o, fs.Parse(args[1:])
+}
+
+// step is one scenario of the run.
+type step struct {
+	id     string
+	run    func(context.Context) ([]Result, error)
+	starts bool // starts n orders that the worker then runs
+	// quiet: measured with no order worker running, so a start's CPU is the
+	// start's alone, not also that of running the orders started before it;
+	// they wait in the task queue until the next step starts the worker.
+	quiet bool
+}
+
+// steps are the scenarios, in the order they run.
+func (b *bench) steps(o options) []step {
+	return []step{
 		{"1", one(b.baselineStart), true, true}, {"2", one(b.httpStart), true, true}, {"3", one(b.httpReplay), false, true},
 		{"4", one(b.consumeCommitEach), false, false}, {"4", one(b.consumeCommitBatched), false, false},
 		{"5", one(b.kafkaIngress), true, false}, {"6", one(b.endToEnd), true, false},
@@ -146,38 +182,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		{"10", b.growth, false, false},
 		{"11", b.refunds, false, false},
 		{"12", one(b.fleetBudget), false, false},
-		{"13", func(ctx context.Context) ([]Result, error) { return b.overloaded(ctx, *level, *rampStep) }, false, false},
+		{"13", func(ctx context.Context) ([]Result, error) { return b.overloaded(ctx, o.level, o.rampStep) }, false, false},
 	}
-	for _, step := range steps {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), step.id) {
-			continue
-		}
-		if err := b.prepare(ctx, step.quiet); err != nil {
-			return err
-		}
-		before := machineCPU()
-		rs, err := step.run(ctx)
-		if err != nil {
-			return err
-		}
-		if len(rs) == 1 && rs[0].N > 0 && rs[0].CPUPerOp == nil {
-			rs[0].CPUPerOp = cpuPerOp(before, machineCPU(), rs[0].N)
-		}
-		for _, r := range rs {
-			if ids := b.histories[r.Scenario]; ids != nil {
-				if r.Engine, err = b.engineWork(ctx, ids); err != nil {
-					return fmt.Errorf("%s: %w", r.Scenario, err)
-				}
+}
+
+// runStep runs one scenario, with its CPU per operation and the engine's work.
+func (b *bench) runStep(ctx context.Context, s step) ([]Result, error) {
+	if err := b.prepare(ctx, s.quiet); err != nil {
+		return nil, err
+	}
+	before := machineCPU()
+	rs, err := s.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 1 && rs[0].N > 0 && rs[0].CPUPerOp == nil {
+		rs[0].CPUPerOp = cpuPerOp(before, machineCPU(), rs[0].N)
+	}
+	for i, r := range rs {
+		if ids := b.histories[r.Scenario]; ids != nil {
+			if rs[i].Engine, err = b.engineWork(ctx, ids); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Scenario, err)
 			}
-			rep.Results = append(rep.Results, r)
-			fmt.Fprintf(stdout, "  done: %-34s %8.1f/s\n", r.Scenario, r.Rate)
-		}
-		if step.starts {
-			b.started += *n
 		}
 	}
-	rep.Resources = b.resources()
-	return finish(stdout, rep, *out, *only)
+	return rs, nil
 }
 
 // one adapts a scenario of one result to the steps' shape, naming it in its error.

@@ -77,39 +77,9 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	}
 	b.tenant, b.queue, b.group = "bench-"+b.run, "bench-"+b.run, "bench-"+b.run
 	b.other = "bench-other-" + b.run
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-
-	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20, nil); err != nil {
+	if err := b.connect(ctx, env); err != nil {
 		return nil, err
 	}
-	if err := database.Migrate(ctx, b.pool, logger); err != nil {
-		return nil, err
-	}
-	if b.apiKey, err = apikeys.New(b.pool, apikeys.DefaultCacheTTL).Create(ctx, b.tenant); err != nil {
-		return nil, err
-	}
-	// The bench measures capacity: its tenant's request budget is not the limit.
-	if err := quota.NewStore(b.pool).Set(ctx, b.tenant, quota.Limit{Rate: 1e6, Burst: 1e6}); err != nil {
-		return nil, err
-	}
-	ring, err := payloadcodec.ParseKeyring(env["PAYLOAD_KEYS"])
-	if err != nil {
-		return nil, fmt.Errorf("PAYLOAD_KEYS: %w", err)
-	}
-	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) { v := env[k]; return v, v != "" })
-	if err != nil {
-		return nil, err
-	}
-	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{Connection: conn, Codec: payloadcodec.New(ring), Logger: logger}); err != nil {
-		return nil, err
-	}
-	for _, role := range []string{"events", "requests", "idle", "dlq", "plain", "growth-ge", "growth-gf"} {
-		b.topics[role] = "bench-" + role + "-" + b.run
-		if err := kafkaclient.CreateTopic(ctx, b.kafka, b.topics[role], 4, testkit.Replicas(env)); err != nil {
-			return nil, err
-		}
-	}
-
 	simAddr, err := testkit.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -149,6 +119,45 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 	}
 	fmt.Fprintf(out, "bench run %s: n=%d, concurrency=%d, task queue %s\n", b.run, n, conc, b.queue)
 	return b, nil
+}
+
+// connect opens the bench's pool (migrated), its tenant's key with a budget that
+// is not the limit, its Temporal client and its topics.
+func (b *bench) connect(ctx context.Context, env map[string]string) error {
+	var err error
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	if b.pool, err = database.Open(ctx, env["DATABASE_URL"], 20, nil); err != nil {
+		return err
+	}
+	if err := database.Migrate(ctx, b.pool, logger); err != nil {
+		return err
+	}
+	if b.apiKey, err = apikeys.New(b.pool, apikeys.DefaultCacheTTL).Create(ctx, b.tenant); err != nil {
+		return err
+	}
+	// The bench measures capacity: its tenant's request budget is not the limit.
+	if err := quota.NewStore(b.pool).Set(ctx, b.tenant, quota.Limit{Rate: 1e6, Burst: 1e6}); err != nil {
+		return err
+	}
+	ring, err := payloadcodec.ParseKeyring(env["PAYLOAD_KEYS"])
+	if err != nil {
+		return fmt.Errorf("PAYLOAD_KEYS: %w", err)
+	}
+	conn, err := temporalclient.LoadConnection(func(k string) (string, bool) { v := env[k]; return v, v != "" })
+	if err != nil {
+		return err
+	}
+	if b.tc, err = temporalclient.Dial(ctx, temporalclient.Settings{Connection: conn, Codec: payloadcodec.New(ring), Logger: logger}); err != nil {
+		return err
+	}
+	for _, role := range []string{"events", "requests", "idle", "dlq", "plain", "growth-ge", "growth-gf"} {
+		b.topics[role] = "bench-" + role + "-" + b.run
+		if err := kafkaclient.CreateTopic(ctx, b.kafka, b.topics[role], 4, testkit.Replicas(env)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *bench) startWorker(requestsTopic string) error {
