@@ -11,7 +11,7 @@ COPY client/go.mod client/go.sum client/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath \
-    -ldflags="-s -w -X github.com/orderflow/orderflow/internal/platform/version.linked=${VERSION}" \
+    -ldflags="-s -w -X github.com/orderflow/orderflow/platform/version.linked=${VERSION}" \
     -o /out/ ./cmd/api ./cmd/worker ./cmd/paysim
 
 FROM gcr.io/distroless/static-debian12:nonroot AS base

@@ -10,8 +10,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/platform/tracing"
 )
 
 // Event types published to orders.events.

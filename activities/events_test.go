@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/contracts"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 type capture struct{ msgs []kafka.Message }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/refundstore"
 )
 
 // FollowInput names a paid order whose payment others may have refunded or

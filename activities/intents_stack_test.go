@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/sandbox"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // newPayments is the payment activities on the stack's Postgres and an in-process

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
 )
 
 // ErrInvalidTransition is the Temporal error type of a status change that the

@@ -12,11 +12,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/ledger"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/payments/ledger"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/refundstore"
 )
 
 // Temporal error types of payment outcomes. The final ones (declined, rejected,

@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/ledger"
-	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/payments/ledger"
+	"github.com/orderflow/orderflow/payments/provider"
 )
 
 func TestClassifyProviderErrors(t *testing.T) {

@@ -9,12 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/ledger"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/refund"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/payments/ledger"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/payments/refundstore"
 )
 
 // refundRequestField is the refund metadata that marks a refund request's refund

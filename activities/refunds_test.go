@@ -3,9 +3,9 @@ package activities
 import (
 	"testing"
 
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/refund"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/payments/refundstore"
 )
 
 func row(id string, status refund.Status, amount int64, key string) refundstore.Row {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // waited places n orders of a tenant one after another with Prefer: wait, as a

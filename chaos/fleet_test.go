@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // member is one process of the fleet and how to start it again.

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // ingressProxy stands for the ingress controller in front of the API: it sends

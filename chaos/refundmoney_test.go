@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/reconcile"
-	"github.com/orderflow/orderflow/internal/refund"
-	"github.com/orderflow/orderflow/internal/sandbox"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/reconcile"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // netCharged is what the provider still holds of an order's charges: charged

@@ -19,12 +19,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderflow/orderflow/ingress/orders"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/reconcile"
-	"github.com/orderflow/orderflow/internal/repair"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/operator/repair"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/reconcile"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/worker"
 )
 

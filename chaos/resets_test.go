@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // An operator resets to their first workflow task an order refunded in part in

@@ -16,9 +16,9 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/retention"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/testkit/stacktest"
+	"github.com/orderflow/orderflow/worker/retention"
 )
 
 // retry sends a POST with key and body and returns its status, the order it

@@ -19,10 +19,10 @@ import (
 	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/client"
 	"github.com/orderflow/orderflow/contracts"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/stacktest"
-	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // beforeFreeze is the last commit whose API started new orders on OrderWorkflow,

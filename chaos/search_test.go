@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/workflows"
 )
 

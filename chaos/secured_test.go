@@ -16,8 +16,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.temporal.io/sdk/client"
 
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/workflows"
 )
 

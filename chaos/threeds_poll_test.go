@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/sandbox"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // awaitCustomerOf is awaitCustomer with another tenant's API key.

@@ -20,9 +20,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/sandbox"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 const webhookSecret = "whsec_chaos_current"

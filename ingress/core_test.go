@@ -19,7 +19,7 @@ const module = "github.com/orderflow/orderflow/"
 func TestTheCoreImportsNoKind(t *testing.T) {
 	// The core's packages, from this folder: what every kind gets by saying
 	// only what differs (guarantee 19).
-	coreDirs := []string{".", "intake", "httpapi", "consumer", "idempotency", "wire", "../internal/identity"}
+	coreDirs := []string{".", "intake", "httpapi", "consumer", "idempotency", "wire", "../platform/identity"}
 	// The kinds and their stores, and the workflows and activities, which hold
 	// the kinds' types.
 	kindPackages := []string{"internal/order", "internal/orderstore", "internal/refund", "internal/refundstore",

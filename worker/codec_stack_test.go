@@ -12,7 +12,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // The worker process serves the codec on its own listener only: with no

@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/platform/temporalclient"
-	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/reconcile"
+	"github.com/orderflow/orderflow/platform/temporalclient"
 	"github.com/orderflow/orderflow/workflows"
 )
 

@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/refund"
-	"github.com/orderflow/orderflow/internal/sandbox"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/platform/identity"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/workflows"
 )
 

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 
-	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/payments/provider"
 )
 
 // TenantOfTasks marks each activity's provider requests with its tenant, read from

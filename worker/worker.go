@@ -13,7 +13,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/platform/tracing"
 	"github.com/orderflow/orderflow/workflows"
 )
 

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 // customer is a simulated provider whose intent waits on its customer from the

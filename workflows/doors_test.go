@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 // A declined order closes its intent before it says PAYMENT_DECLINED, so the

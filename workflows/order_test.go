@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 const testWorkflowID = "order:acme:key-1"

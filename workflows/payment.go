@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 // maxNewKeyPause caps the pause before a new key after a saved 5xx, doubling from

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/payments/reconcile"
 )
 
 // ReconcileSchedule is the ID of the Schedule that starts Reconcile (worker

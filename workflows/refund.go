@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/payments/refund"
 )
 
 // RefundInput is the input of Refund.

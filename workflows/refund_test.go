@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/activities"
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 const testRefundWorkflowID = "refund:acme:http:r-1"

@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // The search attributes an operator finds workflows by in Temporal's UI and

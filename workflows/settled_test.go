@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 // settleAt sends UpdateSettled after a pause and records its answer and when it came.

@@ -5,26 +5,26 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
 	"github.com/orderflow/orderflow/ingress/webhooks"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/fleetrate"
-	"github.com/orderflow/orderflow/internal/ledger"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/platform"
-	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/quota"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/payments/ledger"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/payments/refundstore"
+	"github.com/orderflow/orderflow/platform"
+	"github.com/orderflow/orderflow/platform/tracing"
+	"github.com/orderflow/orderflow/settings"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/fleetrate"
+	"github.com/orderflow/orderflow/tenants/quota"
 )
 
 // newHandler builds the API's handler tree on the process's connections. The
-// workers prune what its stores leave (internal/retention).
+// workers prune what its stores leave (worker/retention).
 func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces *tracing.Tracing, logger *slog.Logger) (http.Handler, error) {
 	reg := base.Registry
 	idem := idempotency.New(base.Pool, c.IdempotencyTTL, c.ReplayBytes)

@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/database"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/tenants/apikeys"
 )
 
 // keys is `api keys create|list|revoke`: it reads DATABASE_URL (and

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // A second tenant's key is made with DATABASE_URL alone, as a new user would.

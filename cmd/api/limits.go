@@ -7,11 +7,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/database"
-	"github.com/orderflow/orderflow/internal/quota"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/tenants/quota"
 )
 
 // limits is `api limits set|clear|list`: a tenant's own request budget, read by

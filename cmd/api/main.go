@@ -20,14 +20,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/httpapi"
-	"github.com/orderflow/orderflow/internal/platform"
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/telemetry"
-	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"github.com/orderflow/orderflow/internal/quota"
+	"github.com/orderflow/orderflow/platform"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/telemetry"
+	"github.com/orderflow/orderflow/platform/tracing"
+	"github.com/orderflow/orderflow/settings"
+	"github.com/orderflow/orderflow/tenants/quota"
 )
 
 func main() {

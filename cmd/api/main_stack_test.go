@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // TestServeDrainsAndSurvivesSlowClients calls run as main does: a slow-loris client

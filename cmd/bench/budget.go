@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/orderflow/orderflow/internal/fleetrate"
-	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/tenants/fleetrate"
+	"github.com/orderflow/orderflow/testkit"
 )
 
 // 12. What a fleet budget costs a request: n admitted takes of one tenant's

@@ -10,9 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/tenants/apikeys"
 )
 
 // 9. One tenant's flood beside another's orders. Tenant A sends a flood of orders

@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/retention"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/worker/retention"
 )
 
 // 10. A year of orders. POST, replay and Kafka ingress are measured on the

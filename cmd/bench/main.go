@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/testkit"
 )
 
 func main() {

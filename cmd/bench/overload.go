@@ -14,10 +14,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	orderflow "github.com/orderflow/orderflow/client"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/quota"
-	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/quota"
+	"github.com/orderflow/orderflow/testkit"
 )
 
 // 13. Offered load above capacity. The stack's capacity is found first by a

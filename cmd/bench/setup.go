@@ -21,13 +21,13 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	orderflow "github.com/orderflow/orderflow/client"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/platform/database"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
-	"github.com/orderflow/orderflow/internal/platform/temporalclient"
-	"github.com/orderflow/orderflow/internal/quota"
-	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/platform/payloadcodec"
+	"github.com/orderflow/orderflow/platform/temporalclient"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/quota"
+	"github.com/orderflow/orderflow/testkit"
 )
 
 // bench holds the processes and connections of one run.

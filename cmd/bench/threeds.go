@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
 )
 
 // threeDSOrders is how many 3-D Secure orders each half of scenario 7 pays.

@@ -1,4 +1,4 @@
-// Command paysim runs the payment provider SANDBOX (see internal/sandbox): a
+// Command paysim runs the payment provider SANDBOX (see payments/sandbox): a
 // Stripe-like API for development and tests, never a real provider.
 //
 // Faults can be set at start (PAYSIM_LATENCY_MS, PAYSIM_FAIL_AFTER, ...) or at run
@@ -22,11 +22,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orderflow/orderflow/cmd/internal/settings"
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/telemetry"
-	"github.com/orderflow/orderflow/internal/sandbox"
+	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/telemetry"
+	"github.com/orderflow/orderflow/settings"
 )
 
 func main() {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // paysim SIGKILLed right after it answered: started again on its state file, it

@@ -7,19 +7,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/cmd/internal/settings"
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/ingress/refunds"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/fleetrate"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/platform"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"github.com/orderflow/orderflow/internal/quota"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/payments/refundstore"
+	"github.com/orderflow/orderflow/platform"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/platform/tracing"
+	"github.com/orderflow/orderflow/settings"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/fleetrate"
+	"github.com/orderflow/orderflow/tenants/quota"
 )
 
 // newConsumer builds the Kafka ingress: the group on the requests topic, a reader

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/reconcile"
+	"github.com/orderflow/orderflow/payments/reconcile"
+	"github.com/orderflow/orderflow/platform/cli"
 )
 
 // findingsListCommand is `worker findings list [--since D] [--open] [--kind K] [-o json]`.

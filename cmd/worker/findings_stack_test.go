@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // run runs the worker binary's command line with DATABASE_URL alone, as an

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/refund"
-	"github.com/orderflow/orderflow/internal/refundstore"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/payments/refundstore"
+	"github.com/orderflow/orderflow/platform/identity"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // shown runs orders show with DATABASE_URL and a Temporal UI; its exit status, and

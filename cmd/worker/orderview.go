@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderflow/orderflow/internal/ledger"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/reconcile"
-	"github.com/orderflow/orderflow/internal/refundstore"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/payments/ledger"
+	"github.com/orderflow/orderflow/payments/reconcile"
+	"github.com/orderflow/orderflow/payments/refundstore"
 )
 
 // viewOf reads what each owning store holds of the order l.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/platform/cli"
+	"github.com/orderflow/orderflow/platform/cli"
 )
 
 // stamp is a time as the tables print it.

@@ -10,11 +10,11 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/database"
-	"github.com/orderflow/orderflow/internal/reconcile"
-	"github.com/orderflow/orderflow/internal/repair"
+	"github.com/orderflow/orderflow/operator/repair"
+	"github.com/orderflow/orderflow/payments/reconcile"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/database"
 )
 
 // ordersRepairCommand is `worker orders repair --query Q --reset-to first|last

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/platform/config"
-	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
-	"github.com/orderflow/orderflow/internal/platform/temporalclient"
-	"github.com/orderflow/orderflow/internal/shadow"
+	"github.com/orderflow/orderflow/operator/shadow"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/payloadcodec"
+	"github.com/orderflow/orderflow/platform/temporalclient"
 	"github.com/orderflow/orderflow/worker"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // A worker's first deploy meets a task queue with no run: its gate passes, so the

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/platform/cli"
-	"github.com/orderflow/orderflow/internal/quota"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/quota"
 )
 
 // tenantsListCommand is `worker tenants list [-o json]`.

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/quota"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/quota"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // tenants list names a tenant known by its keys, one known by its budget and one

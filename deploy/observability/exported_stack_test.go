@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/stacktest"
-	"github.com/orderflow/orderflow/internal/testkit"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
 

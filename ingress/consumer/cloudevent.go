@@ -11,7 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // CloudEvents 1.0 on orders.requested, as its Kafka protocol binding maps them:

@@ -16,8 +16,8 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/platform/tracing"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/platform/tracing"
 )
 
 // Group is a kafka-go consumer group (*kafka.ConsumerGroup): each generation

@@ -13,7 +13,7 @@ import (
 	"strconv"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // Event is a message of orders.requested: an envelope, with its EventID, or a

@@ -26,12 +26,12 @@ import (
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/orders"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/platform/kafkaclient"
-	"github.com/orderflow/orderflow/internal/provider"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/platform/identity"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/worker"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/client"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 // faultProxy stands between the client and the API and answers each request as

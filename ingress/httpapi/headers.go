@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // Errors of ParseIdempotencyKey.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/tenants/apikeys"
 )
 
 type refuseAll struct{}

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderflow/orderflow/ingress/wire"
-	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/payments/provider"
 )
 
 // A tenant's GETs of its orders waiting on 3-D Secure read their next action

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orderflow/orderflow/internal/apikeys"
+	"github.com/orderflow/orderflow/tenants/apikeys"
 )
 
 type metrics struct {

@@ -18,8 +18,8 @@ import (
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/wire"
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/payments/provider"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 type api struct {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/orderflow/orderflow/client"
 	"github.com/orderflow/orderflow/ingress/httpapi"
-	"github.com/orderflow/orderflow/internal/apikeys"
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 	"github.com/orderflow/orderflow/worker/workertest"
 )
 

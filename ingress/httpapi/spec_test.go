@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/orderflow/orderflow/ingress/orders"
-	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // The spec states the limits the server enforces, no looser and no stricter.

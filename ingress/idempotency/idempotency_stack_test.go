@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 func TestClaimLifecycle(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // Events is the Kafka ingress's intake: events started as at most one workflow per

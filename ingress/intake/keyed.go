@@ -9,7 +9,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/internal/identity"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // StartBudget bounds the critical section of a keyed start (claim, start, record,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
-	"github.com/orderflow/orderflow/internal/fairness"
-	"github.com/orderflow/orderflow/internal/platform/payloadcodec"
+	"github.com/orderflow/orderflow/platform/payloadcodec"
+	"github.com/orderflow/orderflow/tenants/fairness"
 )
 
 // Setup is what both ingresses start every kind's workflows with: the ledger's

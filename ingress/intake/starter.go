@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/orderflow/orderflow/internal/fairness"
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/platform/temporalclient"
+	"github.com/orderflow/orderflow/platform/identity"
+	"github.com/orderflow/orderflow/platform/temporalclient"
+	"github.com/orderflow/orderflow/tenants/fairness"
 )
 
 // Starter starts any kind's workflows the ingress's way: under the ID its key

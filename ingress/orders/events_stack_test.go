@@ -12,7 +12,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/orders"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/worker/workertest"
 	"github.com/orderflow/orderflow/workflows"
 )

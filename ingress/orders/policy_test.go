@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/workflows"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/internal/order"
+	"github.com/orderflow/orderflow/orders/order"
 )
 
 // Request is the order a client asks for, as in the POST body and the event's

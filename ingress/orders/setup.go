@@ -3,8 +3,8 @@ package orders
 import (
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/internal/orderstore"
-	"github.com/orderflow/orderflow/internal/platform/config"
+	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/workflows"
 )
 

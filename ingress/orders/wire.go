@@ -2,7 +2,7 @@ package orders
 
 import (
 	"github.com/orderflow/orderflow/ingress/wire"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/orders/orderstore"
 )
 
 // Wire is the order of a row of the order store, as clients read it.

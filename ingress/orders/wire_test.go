@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderflow/orderflow/internal/order"
-	"github.com/orderflow/orderflow/internal/orderstore"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/orders/orderstore"
 )
 
 // An order's JSON has the fields the OpenAPI spec names, and never the store's

@@ -9,8 +9,8 @@ import (
 	"math"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/internal/identity"
-	"github.com/orderflow/orderflow/internal/refund"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // Request is a refund a client asks for: of an order, for an amount (0: what is

@@ -8,7 +8,7 @@ package wire
 import (
 	"time"
 
-	"github.com/orderflow/orderflow/internal/provider"
+	"github.com/orderflow/orderflow/payments/provider"
 )
 
 // Order is an order as clients see it.

@@ -10,8 +10,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/orderflow/orderflow/internal/platform/tracing"
-	"github.com/orderflow/orderflow/internal/stacktest"
+	"github.com/orderflow/orderflow/platform/tracing"
+	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
 // Traced records every span of the pipeline in memory: the worker's activities and

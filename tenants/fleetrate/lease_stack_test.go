@@ -1,0 +1,131 @@
+//go:build stack
+
+package fleetrate_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/tenants/fleetrate"
+	"github.com/orderflow/orderflow/testkit/stacktest"
+)
+
+// fleet returns n processes' leases of size size (0: adaptive), each on a pool
+// of its own, counting their statements in count.
+func fleet(t *testing.T, n, size int, count *atomic.Int64) []*fleetrate.Leases {
+	t.Helper()
+	stacktest.Pool(t) // migrated
+	env := stacktest.Env(t)
+	var out []*fleetrate.Leases
+	for range n {
+		pool, err := database.Open(context.Background(), env["DATABASE_URL"], 4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		out = append(out, fleetrate.LeasesOf(fleetrate.New(pool), size, count))
+	}
+	return out
+}
+
+// Four callers in each of 1, 3 and 6 processes take one budget of 200 a
+// second with a burst of 200 for two seconds, a request a millisecond each,
+// through leases of 1, 20 (200 x 100 ms) and adaptive size: the fleet admits
+// the burst and 200 a second, within 10%, and every refusal says when to
+// retry. The statements per request and what was admitted past the limit are
+// logged: the cost of each lease size.
+func TestLeasesHoldOneRateAcrossProcesses(t *testing.T) {
+	lim := fleetrate.Limit{Rate: 200, Burst: 200}
+	const d = 2 * time.Second
+	want := int(lim.Rate*d.Seconds()) + lim.Burst
+	for _, size := range []int{1, 20, 0} {
+		for _, procs := range []int{1, 3, 6} {
+			t.Run(fmt.Sprintf("lease %d, %d processes", size, procs), func(t *testing.T) {
+				var statements, requests, admitted atomic.Int64
+				name := stacktest.Name("budget")
+				var wg sync.WaitGroup
+				began := time.Now()
+				for _, ls := range fleet(t, procs, size, &statements) {
+					for range 4 {
+						wg.Go(func() {
+							for time.Since(began) < d {
+								dec, err := ls.Take(context.Background(), name, lim)
+								requests.Add(1)
+								switch {
+								case err != nil:
+									t.Error(err)
+									return
+								case dec.Allowed:
+									admitted.Add(1)
+								case dec.RetryAfter <= 0:
+									t.Errorf("refused with Retry-After %s", dec.RetryAfter)
+								}
+								time.Sleep(time.Millisecond) // a caller's pace, not a wait on the budget
+							}
+						})
+					}
+				}
+				wg.Wait()
+				n := int(admitted.Load())
+				t.Logf("lease %d, %d processes: %d admitted of %d requests (%+.1f%% of %d), %.3f statements a request",
+					size, procs, n, requests.Load(), 100*(float64(n)/float64(want)-1), want,
+					float64(statements.Load())/float64(requests.Load()))
+				if n > want*11/10 || n < want*9/10 {
+					t.Errorf("%d admitted in %s, want %d within 10%%", n, d, want)
+				}
+			})
+		}
+	}
+}
+
+// Twelve callers in three processes take a budget of 40 that gives a token
+// back every 100 s, in leases of 8: however the statements interleave, the
+// fleet never admits more than the 40, and once the leases' rest is given
+// back, exactly the 40.
+func TestConcurrentLeasesNeverAdmitPastTheBudget(t *testing.T) {
+	lim := fleetrate.Limit{Rate: 0.01, Burst: 40}
+	var statements atomic.Int64
+	procs := fleet(t, 3, 8, &statements)
+	name := stacktest.Name("budget")
+	var admitted atomic.Int64
+	take := func(ls *fleetrate.Leases) {
+		dec, err := ls.Take(context.Background(), name, lim)
+		if err != nil {
+			t.Error(err)
+		}
+		if dec.Allowed {
+			admitted.Add(1)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, ls := range procs {
+		for range 4 {
+			wg.Go(func() {
+				for range 5 {
+					take(ls)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := admitted.Load(); n > 40 {
+		t.Fatalf("60 requests at once over three processes admitted %d, over the budget's 40", n)
+	}
+	stacktest.Eventually(t, 10*time.Second, "the leases' rest given back and spent", func() bool {
+		for _, ls := range procs {
+			take(ls)
+		}
+		return admitted.Load() >= 40
+	})
+	for _, ls := range procs {
+		take(ls)
+	}
+	if n := admitted.Load(); n != 40 {
+		t.Fatalf("admitted %d in all, want the budget's 40", n)
+	}
+}
