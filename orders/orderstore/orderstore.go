@@ -8,18 +8,16 @@ package orderstore
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/platform/records"
 )
 
 // ErrNotFound is an order that does not exist for the tenant asking.
@@ -199,26 +197,17 @@ func scan(row pgx.Row) (Row, error) {
 	return v, nil
 }
 
+// table is the orders table as the shared reads see it.
+var table = records.Table[Row]{Name: "orders", Columns: columns, Scan: scan, NotFound: ErrNotFound}
+
 // Get returns one of the tenant's orders; another tenant's order is ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (Row, error) {
-	return s.getBy(ctx, "id", tenant, id)
+	return table.GetBy(ctx, s.db, "id", tenant, id)
 }
 
 // GetByWorkflow returns the tenant's order of a workflow ID.
 func (s *Store) GetByWorkflow(ctx context.Context, tenant, workflowID string) (Row, error) {
-	return s.getBy(ctx, "workflow_id", tenant, workflowID)
-}
-
-// getBy reads the tenant's order whose column (a unique one, named by the code) is v.
-func (s *Store) getBy(ctx context.Context, column, tenant, v string) (Row, error) {
-	view, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE tenant = $1 AND `+column+` = $2`, tenant, v))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return view, ErrNotFound
-	}
-	if err != nil {
-		return view, fmt.Errorf("get order by %s %s: %w", column, v, err)
-	}
-	return view, nil
+	return table.GetBy(ctx, s.db, "workflow_id", tenant, workflowID)
 }
 
 // Filter narrows a list; Cursor continues a previous page.
@@ -231,7 +220,7 @@ type Filter struct {
 }
 
 // ErrBadCursor is a cursor this store did not issue.
-var ErrBadCursor = errors.New("invalid cursor")
+var ErrBadCursor = records.ErrBadCursor
 
 // List returns the tenant's orders, newest first, and the cursor of the next page
 // ("" on the last page). Pagination is keyset on (created_at, id): stable under
@@ -239,10 +228,10 @@ var ErrBadCursor = errors.New("invalid cursor")
 func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]Row, string, error) {
 	q := `SELECT ` + columns + ` FROM orders WHERE tenant = $1`
 	args := []any{tenant}
-	q, args = and(q, args, "workflow_id", f.WorkflowID)
-	q, args = and(q, args, "customer_id", f.CustomerID)
-	q, args = and(q, args, "status", string(f.Status))
-	q, args, err := page(q, args, f.Cursor, f.Limit)
+	q, args = records.And(q, args, "workflow_id", f.WorkflowID)
+	q, args = records.And(q, args, "customer_id", f.CustomerID)
+	q, args = records.And(q, args, "status", string(f.Status))
+	q, args, err := records.Page(q, args, f.Cursor, f.Limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -262,62 +251,8 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]Row, strin
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list orders: %w", err)
 	}
-	out, next := cut(out, f.Limit, func(r Row) Row { return r })
+	out, next := records.Cut(out, f.Limit, func(r Row) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out, next, nil
-}
-
-// and adds "AND column = value" to q, unless value is empty.
-func and(q string, args []any, column, value string) (string, []any) {
-	if value == "" {
-		return q, args
-	}
-	args = append(args, value)
-	return q + fmt.Sprintf(" AND %s = $%d", column, len(args)), args
-}
-
-// page adds to q, a query on orders, the keyset of the page after cursor
-// (created_at, id, newest first) and a limit one over limit, which tells whether
-// another page follows.
-func page(q string, args []any, cursor string, limit int) (string, []any, error) {
-	if cursor != "" {
-		at, id, err := decodeCursor(cursor)
-		if err != nil {
-			return "", nil, err
-		}
-		args = append(args, at, id)
-		q += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
-	}
-	args = append(args, limit+1)
-	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
-	return q, args, nil
-}
-
-// cut keeps limit of rows, read one over it, and the cursor of the next page ("" on
-// the last).
-func cut[T any](rows []T, limit int, row func(T) Row) ([]T, string) {
-	if len(rows) <= limit {
-		return rows, ""
-	}
-	rows = rows[:limit]
-	last := row(rows[len(rows)-1])
-	return rows, encodeCursor(last.CreatedAt, last.ID)
-}
-
-func encodeCursor(at time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + ":" + id))
-}
-
-func decodeCursor(c string) (time.Time, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return time.Time{}, "", ErrBadCursor
-	}
-	ts, id, ok := strings.Cut(string(b), ":")
-	us, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil || id == "" {
-		return time.Time{}, "", ErrBadCursor
-	}
-	return time.UnixMicro(us), id, nil
 }
 
 // Unsettled is an order whose payment has not settled, with its tenant.
@@ -558,9 +493,9 @@ type Page struct {
 // what the status selects, cheap for the unsettled statuses (orders_payment_open).
 func (s *Store) Browse(ctx context.Context, p Page) ([]Located, string, error) {
 	q := `SELECT tenant, ` + columns + ` FROM orders WHERE true`
-	q, args := and(q, nil, "tenant", p.Tenant)
-	q, args = and(q, args, "status", string(p.Status))
-	q, args, err := page(q, args, p.Cursor, p.Limit)
+	q, args := records.And(q, nil, "tenant", p.Tenant)
+	q, args = records.And(q, args, "status", string(p.Status))
+	q, args, err := records.Page(q, args, p.Cursor, p.Limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -577,6 +512,6 @@ func (s *Store) Browse(ctx context.Context, p Page) ([]Located, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("browse orders: %w", err)
 	}
-	found, next := cut(found, p.Limit, func(l Located) Row { return l.Row })
+	found, next := records.Cut(found, p.Limit, func(l Located) (time.Time, string) { return l.CreatedAt, l.ID })
 	return found, next, nil
 }
