@@ -42,6 +42,9 @@ type Activities struct {
 	Events   *activities.Events
 	// Reconciler runs reconcile passes; nil in a worker that runs none.
 	Reconciler *Reconciler
+	// Kinds register the workflows and activities of the kinds added beside
+	// orders and refunds (a team's), on the same task queue.
+	Kinds []func(sdkworker.Registry)
 }
 
 // NewActivities builds the activities of one worker process: the order store and
@@ -71,6 +74,9 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 	w.RegisterActivity(a.Orders)
 	w.RegisterActivity(a.Payments)
 	w.RegisterActivity(a.Events)
+	for _, register := range a.Kinds {
+		register(w)
+	}
 	if a.Reconciler != nil {
 		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
 	}

@@ -75,9 +75,13 @@ type Deps struct {
 	// Webhooks serves the payment provider's webhooks at /webhooks/stripe, outside
 	// /v1's API keys: it checks the provider's signature itself (nil: no route).
 	Webhooks http.Handler
+	// Kinds are the kinds added beside orders and refunds, each at its route,
+	// started through Keyed.
+	Kinds []KindRoute
+	Keyed Keyed
 }
 
-// NewServer returns the API's handler.
+// NewServer returns the API's handler; d's kinds have passed CheckKinds.
 func NewServer(d Deps) http.Handler {
 	m := newMetrics(d.Registry)
 	a := &api{Deps: d, m: m}
@@ -118,6 +122,7 @@ func NewServer(d Deps) http.Handler {
 			r.Get("/orders/{id}/refunds", a.listRefunds)
 			r.Get("/refunds/{id}", a.getRefund)
 		}
+		a.kindRoutes(r, d.Kinds)
 	})
 	if d.Tracing == nil {
 		return r
