@@ -40,8 +40,9 @@ type Kind interface {
 	// Workflows registers the kind's workflows: in a worker, and in the
 	// replayer of `worker shadow`.
 	Workflows(r sdkworker.WorkflowRegistry)
-	// Activities registers the kind's activities in a worker.
-	Activities(r sdkworker.ActivityRegistry, p Platform) error
+	// Activities are the kind's activities (structs whose methods are
+	// activities, or functions), built on p when the worker starts.
+	Activities(p Platform) ([]any, error)
 }
 
 // Platform is what a kind is built on, in the API and in the worker.

@@ -3,17 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/orderflow/orderflow/orders/orderstore"
-	"github.com/orderflow/orderflow/payments/reconcile"
-	"github.com/orderflow/orderflow/tenants/quota"
-
-	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/version"
 )
 
@@ -84,125 +76,5 @@ func TestCommandLine(t *testing.T) {
 		if code != row.code || !strings.Contains(out.String(), row.out) || strings.Contains(out.String(), row.noOut) {
 			t.Errorf("worker %s: exit %d, want %d; output:\n%s", row.args, code, row.code, out.String())
 		}
-	}
-}
-
-// A dead letter's value is sealed: without the payload keys, dlq show refuses
-// before it reads anything.
-func TestDLQShowNeedsThePayloadKeys(t *testing.T) {
-	env := map[string]string{"KAFKA_BROKERS": "127.0.0.1:1"}
-	var out bytes.Buffer
-	code := app(func(k string) string { return env[k] }, &out, &out).Run(context.Background(), []string{"dlq", "show", "0:0"})
-	if code != 2 || !strings.Contains(out.String(), "PAYLOAD_KEYS is not set") {
-		t.Fatalf("dlq show without PAYLOAD_KEYS: exit %d, want 2; output:\n%s", code, out.String())
-	}
-}
-
-// objects decodes a JSON array of objects, and the sorted field names of its first.
-func objects(t *testing.T, b []byte) ([]map[string]any, []string) {
-	t.Helper()
-	var rows []map[string]any
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatalf("not a JSON array of objects: %v\n%s", err, b)
-	}
-	var names []string
-	if len(rows) > 0 {
-		for k := range rows[0] {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-	}
-	return rows, names
-}
-
-// A finding as JSON: stable snake_case names, the time in UTC.
-func TestFindingsJSON(t *testing.T) {
-	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
-	var out bytes.Buffer
-	if err := cli.WriteJSON(&out, findingsJSON([]reconcile.Finding{{ID: 7, FoundAt: at, Kind: "refund_elsewhere", Action: "followed",
-		Tenant: "acme", OrderID: "ord_1", ProviderID: "re_1", Amount: 500, Currency: "USD", Detail: "d"}})); err != nil {
-		t.Fatal(err)
-	}
-	rows, names := objects(t, out.Bytes())
-	want := []string{"ack_note", "acknowledged_at", "acknowledged_by", "action", "amount", "currency", "detail", "found_at", "id", "kind", "order_id", "provider_id", "tenant"}
-	if len(rows) != 1 || !slices.Equal(names, want) {
-		t.Fatalf("fields %v, want %v", names, want)
-	}
-	r := rows[0]
-	if r["id"] != 7.0 || r["found_at"] != "2026-03-04T04:06:07Z" || r["order_id"] != "ord_1" || r["amount"] != 500.0 || r["acknowledged_at"] != nil {
-		t.Fatalf("row %v", r)
-	}
-	out.Reset()
-	if err := cli.WriteJSON(&out, findingsJSON(nil)); err != nil || strings.TrimSpace(out.String()) != "[]" {
-		t.Fatalf("no findings: %q %v", out.String(), err)
-	}
-}
-
-// Every tenant any table names is one row, by name: keys alone, a budget alone,
-// orders alone; a budget's rate and burst are null on the default.
-func TestTenantRows(t *testing.T) {
-	last := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
-	rows := tenantRows(tenantSources{
-		keys:   map[string]int{"b": 2, "a": 0},
-		limits: map[string]quota.Limit{"c": {Rate: 5, Burst: 10}},
-		orders: map[string]orderstore.TenantOrders{"a": {Orders: 3, LastOrder: last}},
-	})
-	var out bytes.Buffer
-	if err := cli.WriteJSON(&out, rows); err != nil {
-		t.Fatal(err)
-	}
-	got, names := objects(t, out.Bytes())
-	want := []string{"active_keys", "burst", "last_order_at", "orders", "own_budget", "rate", "tenant"}
-	if len(got) != 3 || !slices.Equal(names, want) {
-		t.Fatalf("%d rows of %v, want 3 of %v", len(got), names, want)
-	}
-	a, b, c := got[0], got[1], got[2]
-	if a["tenant"] != "a" || a["orders"] != 3.0 || a["last_order_at"] != "2026-05-06T07:08:09Z" || a["active_keys"] != 0.0 || a["own_budget"] != false || a["rate"] != nil ||
-		b["tenant"] != "b" || b["active_keys"] != 2.0 || b["orders"] != 0.0 || b["last_order_at"] != nil ||
-		c["tenant"] != "c" || c["own_budget"] != true || c["rate"] != 5.0 || c["burst"] != 10.0 {
-		t.Fatalf("rows %v", got)
-	}
-}
-
-// The workflow's link escapes its ID (colons, a key's percent signs) as one path
-// segment; without TEMPORAL_UI_URL there is none.
-func TestWorkflowLink(t *testing.T) {
-	ui := temporalUI{base: "http://ui.example:8233/", namespace: "orders"}
-	got := ui.link("order:acme:http:a%2Fb c")
-	if want := "http://ui.example:8233/namespaces/orders/workflows/order:acme:http:a%252Fb%20c"; got != want {
-		t.Fatalf("link = %q, want %q", got, want)
-	}
-	if got := (temporalUI{namespace: "default"}).link("order:acme:x"); got != "" {
-		t.Fatalf("link without a UI = %q", got)
-	}
-}
-
-// An order as JSON: the API's fields and the operator's, lists as [] when empty,
-// no provider key and no fingerprint.
-func TestOrderViewJSON(t *testing.T) {
-	var out bytes.Buffer
-	if err := cli.WriteJSON(&out, []orderView{{Tenant: "acme", ID: "ord_1", Payments: []paymentView{{Kind: "intent"}}, Refunds: []refundView{}, Findings: findingsJSON(nil)}}); err != nil {
-		t.Fatal(err)
-	}
-	rows, names := objects(t, out.Bytes())
-	want := []string{"amount", "amount_refunded", "created_at", "currency", "customer_id", "dispute", "failure", "findings", "id", "items",
-		"payment_ref", "payments", "refunds", "status", "tenant", "updated_at", "workflow_id"}
-	if len(rows) != 1 || !slices.Equal(names, want) {
-		t.Fatalf("fields %v, want %v", names, want)
-	}
-	pay := rows[0]["payments"].([]any)[0].(map[string]any)
-	var payNames []string
-	for k := range pay {
-		payNames = append(payNames, k)
-	}
-	slices.Sort(payNames)
-	if !slices.Equal(payNames, []string{"amount", "created_at", "currency", "kind", "provider_id", "status", "updated_at"}) {
-		t.Fatalf("payment fields %v", payNames)
-	}
-	if r, ok := rows[0]["refunds"].([]any); !ok || len(r) != 0 {
-		t.Fatalf("refunds %v, want []", rows[0]["refunds"])
-	}
-	if strings.Contains(out.String(), "key") || strings.Contains(out.String(), "fingerprint") {
-		t.Fatalf("a key or fingerprint in %s", out.String())
 	}
 }

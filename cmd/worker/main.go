@@ -19,20 +19,13 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/orderflow/orderflow/platform"
+	"github.com/orderflow/orderflow"
 	"github.com/orderflow/orderflow/platform/cli"
-	"github.com/orderflow/orderflow/platform/config"
-	"github.com/orderflow/orderflow/platform/telemetry"
-	"github.com/orderflow/orderflow/platform/tracing"
-	"github.com/orderflow/orderflow/settings"
-	"github.com/orderflow/orderflow/worker"
 )
 
 func main() {
@@ -42,49 +35,8 @@ func main() {
 	os.Exit(code)
 }
 
-// app is the worker binary's commands; each reads only the settings it uses.
+// app is the binary's commands, orderflow's own kinds alone (package orderflow
+// runs it with a team's kinds too).
 func app(getenv func(string) string, stdout, stderr io.Writer) cli.App {
-	return cli.App{Name: "worker", Summary: "orderflow's Temporal worker and Kafka ingress", Stdout: stdout, Stderr: stderr, Commands: []cli.Command{
-		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
-			return serve(ctx, getenv, stdout)
-		}},
-		platform.MigrateCommand(getenv, stdout),
-		bootstrapCommand(getenv, stdout),
-		reconcileReportCommand(getenv, stdout),
-		findingsListCommand(getenv, stdout),
-		findingsAckCommand(getenv, stdout),
-		tenantsListCommand(getenv, stdout),
-		ordersShowCommand(getenv, stdout),
-		ordersRepairCommand(getenv, stdout, stderr),
-		dlqListCommand(getenv, stdout),
-		dlqShowCommand(getenv, stdout, stderr),
-		dlqPurgeCommand(getenv, stdout),
-		dlqRedriveCommand(getenv, stdout),
-		shadowCommand(getenv, stdout, stderr),
-	}}
-}
-
-// serve runs the worker.
-func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	c, err := settings.LoadWorker(config.New(getenv))
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	logger := telemetry.NewLogger(stdout, c.LogLevel)
-
-	traces, err := tracing.FromEnv(ctx, "orderflow-worker", getenv)
-	if err != nil {
-		return err
-	}
-	defer traces.Flush(logger) // last: spans of the stop are sent too
-	base, err := platform.Open(ctx, c.Common, traces, logger)
-	if err != nil {
-		return err
-	}
-	defer base.Close() // after worker.Run's ordered stop
-	deps, err := newDeps(ctx, c, base, traces, logger)
-	if err != nil {
-		return err
-	}
-	return worker.Run(ctx, deps, c.Run)
+	return orderflow.Worker(getenv, stdout, stderr)
 }

@@ -1,11 +1,17 @@
-package main
+package operator
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/orderflow/orderflow/platform/cli"
+	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/database"
 )
 
 // stamp is a time as the tables print it.
@@ -38,3 +44,28 @@ func positional(fs *flag.FlagSet) ([]string, error) {
 	}
 	return pos, nil
 }
+
+// dash is s, or "-" for nothing, in a table.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// openDatabase opens a small pool on DATABASE_URL, the only setting the
+// database's commands read.
+func openDatabase(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
+	e := config.New(getenv)
+	url := e.Required("DATABASE_URL")
+	if err := e.Err(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return database.Open(ctx, url, 2, nil)
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

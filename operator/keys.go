@@ -1,7 +1,8 @@
-package main
+package operator
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -11,6 +12,40 @@ import (
 	"github.com/orderflow/orderflow/platform/database"
 	"github.com/orderflow/orderflow/tenants/apikeys"
 )
+
+// keysCreateCommand is `api keys create --tenant NAME`.
+func keysCreateCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var tenant string
+	return cli.Command{Name: "keys create", Args: "--tenant NAME", Summary: "print a new API key for the tenant, shown once (DATABASE_URL)",
+		Flags: func(fs *flag.FlagSet) { keysTenantFlag(fs, &tenant) },
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			return keys(ctx, getenv, "create", tenant, fs.Args(), cli.Table, stdout)
+		}}
+}
+
+// keysListCommand is `api keys list --tenant NAME [-o json]`.
+func keysListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var tenant string
+	var out cli.Format
+	return cli.Command{Name: "keys list", Args: "--tenant NAME [-o json]", Summary: "list the tenant's keys by prefix (DATABASE_URL)",
+		Flags: func(fs *flag.FlagSet) { keysTenantFlag(fs, &tenant); cli.OutputFlag(fs, &out) },
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			return keys(ctx, getenv, "list", tenant, fs.Args(), out, stdout)
+		}}
+}
+
+// keysRevokeCommand is `api keys revoke KEY_PREFIX`.
+func keysRevokeCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	return cli.Command{Name: "keys revoke", Args: "KEY_PREFIX", Summary: "revoke a key (DATABASE_URL, API_KEY_CACHE_TTL)",
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			return keys(ctx, getenv, "revoke", "", fs.Args(), cli.Table, stdout)
+		}}
+}
+
+// keysTenantFlag declares --tenant of the keys' commands and of limits clear.
+func keysTenantFlag(fs *flag.FlagSet, tenant *string) {
+	fs.StringVar(tenant, "tenant", "", "the tenant the keys belong to (required)")
+}
 
 // keys is `api keys create|list|revoke`: it reads DATABASE_URL (and
 // API_KEY_CACHE_TTL to say when a revoked key stops working), nothing else.

@@ -1,6 +1,6 @@
 //go:build stack
 
-package main
+package operator
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestKeysCreateNeedsOnlyTheDatabase(t *testing.T) {
 		}
 		return ""
 	}
-	if code := app(getenv, &out, &out).Run(context.Background(), []string{"keys", "create", "--tenant", stacktest.Name("second")}); code != 0 {
+	if code := apiApp(getenv, &out, &out).Run(context.Background(), []string{"keys", "create", "--tenant", stacktest.Name("second")}); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	if !strings.HasPrefix(out.String(), "ofk_") && len(strings.TrimSpace(out.String())) < 20 {

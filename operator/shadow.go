@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"strings"
 	"time"
 
+	sdkworker "go.temporal.io/sdk/worker"
+
 	"github.com/orderflow/orderflow/operator/shadow"
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/platform/temporalclient"
-	"github.com/orderflow/orderflow/worker"
 )
 
 // shadowCommand is `worker shadow [--query Q] [--since D] [--limit N]
 // [--per-tenant N] [-o json]`.
-func shadowCommand(getenv func(string) string, stdout, stderr io.Writer) cli.Command {
+func shadowCommand(getenv func(string) string, stdout, stderr io.Writer, x Extra) cli.Command {
 	var o shadow.Options
 	var out cli.Format
 	return cli.Command{Name: "shadow", Args: "[--query Q] [--since D] [--limit N] [--per-tenant N] [-o json]",
@@ -40,7 +41,7 @@ func shadowCommand(getenv func(string) string, stdout, stderr io.Writer) cli.Com
 				return cli.Usagef("want --since, --limit and --per-tenant of 0 or more")
 			}
 			o.Progress = stderr
-			return runShadow(ctx, getenv, o, out, stdout, stderr)
+			return runShadow(ctx, getenv, o, x.register, out, stdout, stderr)
 		}}
 }
 
@@ -48,7 +49,7 @@ func shadowCommand(getenv func(string) string, stdout, stderr io.Writer) cli.Com
 // keys, never the database: it writes nothing. With TASK_QUEUE set (a worker's
 // settings), it checks the runs of that queue: every run there is this build's
 // to take, whatever its type, and the namespace's other applications are not.
-func runShadow(ctx context.Context, getenv func(string) string, o shadow.Options, out cli.Format, stdout, stderr io.Writer) error {
+func runShadow(ctx context.Context, getenv func(string) string, o shadow.Options, register func(sdkworker.WorkflowRegistry), out cli.Format, stdout, stderr io.Writer) error {
 	e := config.New(getenv)
 	conn, keys := e.Temporal(), e.Required("PAYLOAD_KEYS")
 	if err := e.Err(); err != nil {
@@ -72,7 +73,7 @@ func runShadow(ctx context.Context, getenv func(string) string, o shadow.Options
 	}
 	defer c.Close()
 	dc, _ := payloadcodec.Converters(codec)
-	s, err := shadow.New(c, conn.Namespace, dc, worker.RegisterWorkflows, o)
+	s, err := shadow.New(c, conn.Namespace, dc, register, o)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build stack
 
-package main
+package operator
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func shown(t *testing.T, args ...string) (int, []orderView, string) {
 	env := stacktest.Env(t)
 	vars := map[string]string{"DATABASE_URL": env["DATABASE_URL"], "TEMPORAL_UI_URL": "http://ui.test:8233", "TEMPORAL_NAMESPACE": "ns"}
 	var out, errs bytes.Buffer
-	code := app(func(k string) string { return vars[k] }, &out, &errs).Run(context.Background(),
+	code := workerApp(func(k string) string { return vars[k] }, &out, &errs).Run(context.Background(),
 		append([]string{"orders", "show", "-o", "json"}, args...))
 	var views []orderView
 	if code == 0 {

@@ -1,6 +1,6 @@
 //go:build stack
 
-package main
+package operator
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestBootstrapCreatesTheNamespaceAndTopicsOnce(t *testing.T) {
 	args := []string{"bootstrap", "--partitions", "3", "--replication-factor", strconv.Itoa(testkit.Replicas(env))}
 	for run := range 2 {
 		var out bytes.Buffer
-		if code := app(func(k string) string { return vars[k] }, &out, &out).Run(context.Background(), args); code != 0 {
+		if code := workerApp(func(k string) string { return vars[k] }, &out, &out).Run(context.Background(), args); code != 0 {
 			t.Fatalf("run %d: exit %d: %s", run+1, code, out.String())
 		}
 		want := map[int]string{0: "registered", 1: "exists"}[run]

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestOrdersRepairCommandLine(t *testing.T) {
 		{[]string{"--query", q, "--reset-to", "first"}, 1, "DATABASE_URL is required"},
 	} {
 		var out bytes.Buffer
-		code := app(none, &out, &out).Run(context.Background(), append([]string{"orders", "repair"}, row.args...))
+		code := workerApp(none, &out, &out).Run(context.Background(), append([]string{"orders", "repair"}, row.args...))
 		if code != row.code || !strings.Contains(out.String(), row.out) {
 			t.Errorf("worker orders repair %q: exit %d, want %d; output:\n%s", row.args, code, row.code, out.String())
 		}

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"bytes"
@@ -17,11 +17,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/ingress/consumer"
-	"github.com/orderflow/orderflow/ingress/intake"
-	"github.com/orderflow/orderflow/ingress/orders"
-	"github.com/orderflow/orderflow/ingress/refunds"
-	"github.com/orderflow/orderflow/orders/order"
-	"github.com/orderflow/orderflow/payments/refund"
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/platform/database"
@@ -34,9 +29,9 @@ import (
 // dlqListCommand is `worker dlq list [letters] [-o json]`: each dead letter's
 // provenance, failure and whom it speaks for (tenant, kind, eventId), never its
 // value, which may hold a card token.
-func dlqListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+func dlqListCommand(getenv func(string) string, stdout io.Writer, x Extra) cli.Command {
 	var out cli.Format
-	var sel letterFlags
+	sel := letterFlags{x: x}
 	return cli.Command{Name: "dlq list", Args: "[--id ID... | --tenant T --kind K --event-id ID... [--source S]] [-o json]",
 		Summary: "list the dead letters: whose each is, where it came from and why it failed, not what it holds (KAFKA_*, DLQ_TOPIC, PAYLOAD_KEYS)",
 		Flags: func(fs *flag.FlagSet) {
@@ -51,11 +46,11 @@ func dlqListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 			if err != nil {
 				return err
 			}
-			return dlqList(ctx, getenv, selectors, out, stdout)
+			return dlqList(ctx, getenv, selectors, x.letters(), out, stdout)
 		}}
 }
 
-func dlqList(ctx context.Context, getenv func(string) string, sel []consumer.Selector, out cli.Format, stdout io.Writer) error {
+func dlqList(ctx context.Context, getenv func(string) string, sel []consumer.Selector, kinds consumer.KindNames, out cli.Format, stdout io.Writer) error {
 	e := config.New(getenv)
 	cluster, keys := e.Kafka(), e.Required("PAYLOAD_KEYS")
 	_, _, dlq := settings.Topics(e)
@@ -66,7 +61,7 @@ func dlqList(ctx context.Context, getenv func(string) string, sel []consumer.Sel
 	if err != nil {
 		return fmt.Errorf("configuration: PAYLOAD_KEYS: %w", err)
 	}
-	codec, kinds := payloadcodec.New(ring), letterKinds()
+	codec := payloadcodec.New(ring)
 	var letters []consumer.LetterInfo
 	err = consumer.Letters(ctx, cluster, dlq, func(m kafka.Message, _ int64) error {
 		li, err := consumer.Identify(m, codec, kinds)
@@ -102,8 +97,8 @@ func dlqList(ctx context.Context, getenv func(string) string, sel []consumer.Sel
 // dlqShowCommand is `worker dlq show PARTITION:OFFSET | letters`: one letter,
 // its value opened, for an operator who holds the payload keys; stderr records
 // that it was shown.
-func dlqShowCommand(getenv func(string) string, stdout, stderr io.Writer) cli.Command {
-	var sel letterFlags
+func dlqShowCommand(getenv func(string) string, stdout, stderr io.Writer, x Extra) cli.Command {
+	sel := letterFlags{x: x}
 	return cli.Command{Name: "dlq show", Args: "PARTITION:OFFSET | --id ID | --tenant T --kind K --event-id ID [--source S]",
 		Summary: "print one dead letter with its value opened; needs the payload keys, and logs that it was shown (KAFKA_*, DLQ_TOPIC, PAYLOAD_KEYS)",
 		Flags:   func(fs *flag.FlagSet) { sel.register(fs, "show") },
@@ -115,13 +110,13 @@ func dlqShowCommand(getenv func(string) string, stdout, stderr io.Writer) cli.Co
 			case len(selectors) > 1 || (len(selectors) == 1) == (fs.NArg() == 1) || fs.NArg() > 1:
 				return cli.Usagef("want one PARTITION:OFFSET (as dlq list prints it), or one letter by --id or --tenant, --kind and --event-id")
 			case len(selectors) == 1:
-				return dlqShow(ctx, getenv, letterAt{sel: selectors[0]}, stdout, stderr)
+				return dlqShow(ctx, getenv, letterAt{sel: selectors[0], kinds: x.letters()}, stdout, stderr)
 			}
 			partition, offset, err := letterRef(fs.Arg(0))
 			if err != nil {
 				return err
 			}
-			return dlqShow(ctx, getenv, letterAt{partition: partition, offset: offset}, stdout, stderr)
+			return dlqShow(ctx, getenv, letterAt{partition: partition, offset: offset, kinds: x.letters()}, stdout, stderr)
 		}}
 }
 
@@ -131,6 +126,7 @@ type letterAt struct {
 	partition int
 	offset    int64
 	sel       consumer.Selector
+	kinds     consumer.KindNames // the binary's kinds
 }
 
 // find reads the letter named.
@@ -139,7 +135,7 @@ func (at letterAt) find(ctx context.Context, cluster kafkaclient.Cluster, dlq st
 		return consumer.Letter(ctx, cluster, dlq, at.partition, at.offset)
 	}
 	var found []kafka.Message
-	kinds := letterKinds()
+	kinds := at.kinds
 	err := consumer.Letters(ctx, cluster, dlq, func(m kafka.Message, _ int64) error {
 		li, err := consumer.Identify(m, keys, kinds)
 		if err == nil && at.sel.Matches(li.Identity) {
@@ -193,7 +189,7 @@ func dlqShow(ctx context.Context, getenv func(string) string, at letterAt, stdou
 	if err != nil {
 		return fmt.Errorf("open dead letter %d:%d: %w", m.Partition, m.Offset, err)
 	}
-	info, err := consumer.Identify(m, codec, letterKinds())
+	info, err := consumer.Identify(m, codec, at.kinds)
 	if err != nil {
 		return err
 	}
@@ -229,8 +225,8 @@ func printLetter(w io.Writer, info consumer.LetterInfo, orig kafka.Message, whol
 // dlqPurgeCommand is `worker dlq purge (letters | --all) --by NAME [--dry-run]`:
 // letters an operator discards are settled, so no redrive sends them. It prints
 // each letter it discards.
-func dlqPurgeCommand(getenv func(string) string, stdout io.Writer) cli.Command {
-	var sel letterFlags
+func dlqPurgeCommand(getenv func(string) string, stdout io.Writer, x Extra) cli.Command {
+	sel := letterFlags{x: x}
 	var all, dryRun bool
 	var by string
 	return cli.Command{Name: "dlq purge", Args: "(--id ID... | --tenant T --kind K --event-id ID... [--source S] | --all) --by NAME [--dry-run]",
@@ -253,7 +249,7 @@ func dlqPurgeCommand(getenv func(string) string, stdout io.Writer) cli.Command {
 			case strings.TrimSpace(by) == "" || len(by) > 64:
 				return cli.Usagef("want --by NAME (at most 64 characters)")
 			}
-			opts := consumer.PurgeOptions{Select: selectors, Kinds: letterKinds(), By: strings.TrimSpace(by), DryRun: dryRun}
+			opts := consumer.PurgeOptions{Select: selectors, Kinds: x.letters(), By: strings.TrimSpace(by), DryRun: dryRun}
 			return dlqPurge(ctx, getenv, opts, stdout)
 		}}
 }
@@ -278,8 +274,8 @@ func dlqPurge(ctx context.Context, getenv func(string) string, opts consumer.Pur
 }
 
 // dlqRedriveCommand is `worker dlq redrive [letters] [--dry-run]`.
-func dlqRedriveCommand(getenv func(string) string, stdout io.Writer) cli.Command {
-	var sel letterFlags
+func dlqRedriveCommand(getenv func(string) string, stdout io.Writer, x Extra) cli.Command {
+	sel := letterFlags{x: x}
 	var dryRun bool
 	return cli.Command{Name: "dlq redrive", Args: "[--id ID... | --tenant T --kind K --event-id ID... [--source S]] [--dry-run]",
 		Summary: "re-publish dead letters to the requests topic, each once (DATABASE_URL, KAFKA_*, DLQ_TOPIC, REQUESTS_TOPIC, PAYLOAD_KEYS)",
@@ -295,7 +291,7 @@ func dlqRedriveCommand(getenv func(string) string, stdout io.Writer) cli.Command
 			case fs.NArg() > 0:
 				return cli.Usagef("unexpected argument %q", fs.Arg(0))
 			}
-			return redrive(ctx, getenv, consumer.RedriveOptions{Select: selectors, Kinds: letterKinds(), Progress: 1000, DryRun: dryRun}, stdout)
+			return redrive(ctx, getenv, consumer.RedriveOptions{Select: selectors, Kinds: x.letters(), Progress: 1000, DryRun: dryRun}, stdout)
 		}}
 }
 
@@ -327,12 +323,13 @@ func redrive(ctx context.Context, getenv func(string) string, opts consumer.Redr
 type letterFlags struct {
 	ids, events          stringList
 	tenant, kind, source string
+	x                    Extra // the binary's kinds
 }
 
 func (f *letterFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Var(&f.ids, "id", verb+" the letter of this ID, as dlq list prints it (repeatable)")
 	fs.StringVar(&f.tenant, "tenant", "", "the tenant of the letters of --event-id")
-	fs.StringVar(&f.kind, "kind", "", "the kind of the letters of --event-id: "+strings.Join(kindNames(), " or "))
+	fs.StringVar(&f.kind, "kind", "", "the kind of the letters of --event-id: "+strings.Join(f.x.names(), " or "))
 	fs.Var(&f.events, "event-id", verb+" the letter of this eventId, or CloudEvent id, of --tenant and --kind (repeatable)")
 	fs.StringVar(&f.source, "source", "", "the source of the CloudEvents of --event-id")
 }
@@ -345,8 +342,8 @@ func (f *letterFlags) selectors() ([]consumer.Selector, error) {
 		return nil, cli.Usagef("want --id ID..., or --tenant T --kind K --event-id ID...: not both")
 	case byEvent && (f.tenant == "" || f.kind == "" || len(f.events) == 0):
 		return nil, cli.Usagef("want --tenant, --kind and --event-id together: an eventId alone names no letter")
-	case byEvent && !slices.Contains(kindNames(), f.kind):
-		return nil, cli.Usagef("--kind %q is not a kind: want %s", f.kind, strings.Join(kindNames(), " or "))
+	case byEvent && !slices.Contains(f.x.names(), f.kind):
+		return nil, cli.Usagef("--kind %q is not a kind: want %s", f.kind, strings.Join(f.x.names(), " or "))
 	}
 	var out []consumer.Selector
 	for _, id := range f.ids {
@@ -367,14 +364,6 @@ func (f *letterFlags) selectors() ([]consumer.Selector, error) {
 func picked(sel []consumer.Selector, id consumer.Identity) bool {
 	return len(sel) == 0 || slices.ContainsFunc(sel, func(s consumer.Selector) bool { return s.Matches(id) })
 }
-
-// letterKinds tells the worker's kinds apart in dead letters; only their names
-// and envelopes are read.
-func letterKinds() consumer.KindNames {
-	return consumer.NamesOf(orders.New(nil, nil), refunds.New(nil, nil, intake.Starter{}))
-}
-
-func kindNames() []string { return []string{order.Kind, refund.Kind} }
 
 // event is a letter's eventId, and a CloudEvent's source.
 func event(id consumer.Identity) string {

@@ -1,7 +1,8 @@
-package main
+package operator
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,41 @@ import (
 	"github.com/orderflow/orderflow/platform/database"
 	"github.com/orderflow/orderflow/tenants/quota"
 )
+
+// limitsSetCommand is `api limits set --tenant NAME --rate R --burst B`.
+func limitsSetCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var tenant string
+	var l quota.Limit
+	return cli.Command{Name: "limits set", Args: "--tenant NAME --rate R --burst B", Summary: "give the tenant its own request budget (DATABASE_URL)",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&tenant, "tenant", "", "the tenant (required)")
+			fs.Float64Var(&l.Rate, "rate", 0, "requests a second over the fleet (required)")
+			fs.IntVar(&l.Burst, "burst", 0, "requests at once over the fleet (required)")
+		},
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			return limits(ctx, getenv, "set", tenant, l, fs.Args(), cli.Table, stdout)
+		}}
+}
+
+// limitsClearCommand is `api limits clear --tenant NAME`.
+func limitsClearCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var tenant string
+	return cli.Command{Name: "limits clear", Args: "--tenant NAME", Summary: "put the tenant back on the default budget (DATABASE_URL)",
+		Flags: func(fs *flag.FlagSet) { keysTenantFlag(fs, &tenant) },
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			return limits(ctx, getenv, "clear", tenant, quota.Limit{}, fs.Args(), cli.Table, stdout)
+		}}
+}
+
+// limitsListCommand is `api limits list [-o json]`.
+func limitsListCommand(getenv func(string) string, stdout io.Writer) cli.Command {
+	var out cli.Format
+	return cli.Command{Name: "limits list", Args: "[-o json]", Summary: "list the tenants with a budget of their own (DATABASE_URL)",
+		Flags: func(fs *flag.FlagSet) { cli.OutputFlag(fs, &out) },
+		Run: func(ctx context.Context, fs *flag.FlagSet) error {
+			return limits(ctx, getenv, "list", "", quota.Limit{}, fs.Args(), out, stdout)
+		}}
+}
 
 // limits is `api limits set|clear|list`: a tenant's own request budget, read by
 // every process within TENANT_LIMITS_REFRESH. It reads DATABASE_URL.

@@ -1,6 +1,6 @@
 //go:build stack
 
-package main
+package operator
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func TestShadowOfAnEmptyQueuePassesAndABadQueueIsRefused(t *testing.T) {
 		vars := map[string]string{"TEMPORAL_ADDRESS": env["TEMPORAL_ADDRESS"], "TEMPORAL_NAMESPACE": env["TEMPORAL_NAMESPACE"],
 			"PAYLOAD_KEYS": env["PAYLOAD_KEYS"], "TASK_QUEUE": queue}
 		var out, errs bytes.Buffer
-		code := app(func(k string) string { return vars[k] }, &out, &errs).Run(context.Background(), []string{"shadow", "--since", "1h"})
+		code := workerApp(func(k string) string { return vars[k] }, &out, &errs).Run(context.Background(), []string{"shadow", "--since", "1h"})
 		return code, out.String() + errs.String()
 	}
 	if code, out := run(stacktest.Name("empty-queue")); code != 0 || !strings.Contains(out, "checked 0 histories") {

@@ -1,6 +1,6 @@
 //go:build stack
 
-package main
+package operator
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/orderflow/orderflow/payments/reconcile"
@@ -115,4 +116,47 @@ func findingsAck(ctx context.Context, getenv func(string) string, ids []int64, b
 		fmt.Fprintf(stdout, "finding %d: acknowledged by %s\n", a.ID, a.AckedBy)
 	}
 	return nil
+}
+
+// findingsTable prints findings one a line.
+func findingsTable(w io.Writer, found []reconcile.Finding) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFOUND\tKIND\tACTION\tTENANT\tORDER\tPROVIDER\tAMOUNT\tACKED\tDETAIL")
+	for _, f := range found {
+		acked := "-"
+		if f.AckedAt != nil {
+			acked = stamp(*f.AckedAt) + " by " + f.AckedBy
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d %s\t%s\t%s\n", f.ID, stamp(f.FoundAt), f.Kind, f.Action,
+			dash(f.Tenant), dash(f.OrderID), dash(f.ProviderID), f.Amount, f.Currency, acked, f.Detail)
+	}
+	return tw.Flush()
+}
+
+// findingJSON is a finding as -o json prints it.
+type findingJSON struct {
+	ID         int64     `json:"id"`
+	FoundAt    time.Time `json:"found_at"`
+	Kind       string    `json:"kind"`
+	Action     string    `json:"action"`
+	Tenant     string    `json:"tenant"`
+	OrderID    string    `json:"order_id"`
+	ProviderID string    `json:"provider_id"`
+	Amount     int64     `json:"amount"`
+	Currency   string    `json:"currency"`
+	Detail     string    `json:"detail"`
+	// The acknowledgement: null and "" while the finding is open.
+	AckedAt *time.Time `json:"acknowledged_at"`
+	AckedBy string     `json:"acknowledged_by"`
+	AckNote string     `json:"ack_note"`
+}
+
+func findingsJSON(found []reconcile.Finding) []findingJSON {
+	out := make([]findingJSON, 0, len(found))
+	for _, f := range found {
+		out = append(out, findingJSON{ID: f.ID, FoundAt: f.FoundAt.UTC(), Kind: f.Kind, Action: f.Action, Tenant: f.Tenant,
+			OrderID: f.OrderID, ProviderID: f.ProviderID, Amount: f.Amount, Currency: f.Currency, Detail: f.Detail,
+			AckedAt: utc(f.AckedAt), AckedBy: f.AckedBy, AckNote: f.AckNote})
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 //go:build stack
 
-package main
+package operator
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func run(t *testing.T, args ...string) (int, string, string) {
 		return ""
 	}
 	var out, errs bytes.Buffer
-	code := app(getenv, &out, &errs).Run(context.Background(), args)
+	code := workerApp(getenv, &out, &errs).Run(context.Background(), args)
 	return code, out.String(), errs.String()
 }
 
