@@ -52,3 +52,13 @@ func ValidTenant(name string) bool {
 	}
 	return true
 }
+
+// EffectKey is the idempotency key of an effect a kind's workflow asks of an
+// outside service (a booking, a charge): derived from the workflow ID and the
+// effect, never from the attempt or the run, so every retry, reset and replay
+// sends the same one; gen counts deliberate new attempts (0 first). It is 52
+// characters whatever the workflow ID. Orders' payments keep their own
+// (order.PaymentKey), which running workflows already sent.
+func EffectKey(workflowID, effect string, gen int) string {
+	return "ofkey_" + Lower(Digest("effect", workflowID, effect, strconv.Itoa(gen)))[:46]
+}
