@@ -96,3 +96,8 @@ func recordsOf(s *records.Store) func(ctx context.Context, tenant, id string) (i
 		return view(r), nil
 	}
 }
+
+// view is a record as the ingress answers it.
+func view(r records.Record) ingress.View {
+	return ingress.View{ID: r.ID, Body: r.Body, Final: r.Final, Fingerprint: r.Fingerprint}
+}

@@ -15,11 +15,11 @@ import (
 func Main(kinds ...Kind) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, kinds...)
+	return Dispatch(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, kinds...)
 }
 
-// Run is Main on args and the given environment and output.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, kinds ...Kind) int {
+// Dispatch is Main on args and the given environment and output.
+func Dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, kinds ...Kind) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "api":

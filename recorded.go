@@ -134,7 +134,3 @@ func (k *Recorded[In]) View(ctx context.Context, tenant, workflowID string) (ing
 	}
 	return view(r), nil
 }
-
-func view(r records.Record) ingress.View {
-	return ingress.View{ID: r.ID, Body: r.Body, Final: r.Final, Fingerprint: r.Fingerprint}
-}
