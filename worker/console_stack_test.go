@@ -138,8 +138,10 @@ func (h *harness) oldFinding(t *testing.T, ctx context.Context, o order.Order) i
 		OrderID: o.ID, Tenant: o.Tenant, Detail: "console test"}); err != nil {
 		t.Fatal(err)
 	}
+	// Old, but within FINDINGS_RETENTION (90 days): the pruners of the stack's
+	// other workers and tests keep it.
 	var id int64
-	if err := h.Pool.QueryRow(ctx, `UPDATE reconcile_findings SET found_at = '2001-01-01' WHERE order_id = $1 RETURNING id`, o.ID).Scan(&id); err != nil {
+	if err := h.Pool.QueryRow(ctx, `UPDATE reconcile_findings SET found_at = now() - interval '89 days' WHERE order_id = $1 RETURNING id`, o.ID).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -36,8 +36,8 @@ func fleet(t *testing.T, n, size int, count *atomic.Int64) []*fleetrate.Leases {
 // Four callers in each of 1, 3 and 6 processes take one budget of 200 a
 // second with a burst of 200 for two seconds, a request a millisecond each,
 // through leases of 1, 20 (200 x 100 ms) and adaptive size: the fleet admits
-// the burst and 200 a second, within 10%, and every refusal says when to
-// retry. The statements per request and what was admitted past the limit are
+// the burst and 200 a second, never more than 10% past them, and every refusal
+// says when to retry. The statements per request and what was admitted past the limit are
 // logged: the cost of each lease size.
 func TestLeasesHoldOneRateAcrossProcesses(t *testing.T) {
 	lim := fleetrate.Limit{Rate: 200, Burst: 200}
@@ -49,8 +49,9 @@ func TestLeasesHoldOneRateAcrossProcesses(t *testing.T) {
 				var statements, requests, admitted atomic.Int64
 				name := stacktest.Name("budget")
 				var wg sync.WaitGroup
+				processes := fleet(t, procs, size, &statements) // their pools open before the clock starts
 				began := time.Now()
-				for _, ls := range fleet(t, procs, size, &statements) {
+				for _, ls := range processes {
 					for range 4 {
 						wg.Go(func() {
 							for time.Since(began) < d {
@@ -75,8 +76,14 @@ func TestLeasesHoldOneRateAcrossProcesses(t *testing.T) {
 				t.Logf("lease %d, %d processes: %d admitted of %d requests (%+.1f%% of %d), %.3f statements a request",
 					size, procs, n, requests.Load(), 100*(float64(n)/float64(want)-1), want,
 					float64(statements.Load())/float64(requests.Load()))
-				if n > want*11/10 || n < want*9/10 {
-					t.Errorf("%d admitted in %s, want %d within 10%%", n, d, want)
+				// Past the limit is never allowed (the burst and the rate over the
+				// time the callers really asked, plus 10%). Below it, on a loaded
+				// machine, callers that cannot ask fast enough leave tokens
+				// unspent: the fake clock of TestLeasesHoldTheLimitAcrossProcesses
+				// holds the 10% there; here 20% below means a lease lost tokens.
+				most := int(lim.Rate*time.Since(began).Seconds()) + lim.Burst
+				if n > most*11/10 || n < want*8/10 {
+					t.Errorf("%d admitted in %s, want at most %d and at least %d", n, d, most*11/10, want*8/10)
 				}
 			})
 		}

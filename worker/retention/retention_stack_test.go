@@ -248,7 +248,15 @@ func TestOnlySettledKindRecordsPastTheirRetentionLeave(t *testing.T) {
 		             ('old-moving', false, interval '400 days')) AS v(id, final, age)`, tenant); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := pruner(t, year.Rules())
+	// kind_records' rule alone: a pass of every rule would prune what other
+	// packages' tests keep on the shared stack (an old finding, say).
+	var rules []retention.Rule
+	for _, r := range year.Rules() {
+		if r.Table == "kind_records" {
+			rules = append(rules, r)
+		}
+	}
+	p, _ := pruner(t, rules)
 	if _, err := p.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
