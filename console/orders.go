@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/orders/orderstore"
 	"github.com/orderflow/orderflow/payments/reconcile"
@@ -39,7 +41,7 @@ func (c *Console) ordersPage(w http.ResponseWriter, r *http.Request, s session) 
 		p.Limit = min(n, maxPage)
 	}
 	switch {
-	case p.Tenant != "" && (len(p.Tenant) > maxRef || !order.ValidTenant(p.Tenant)):
+	case p.Tenant != "" && (len(p.Tenant) > maxRef || !tenants.Valid(p.Tenant)):
 		c.fail(w, r, s, http.StatusBadRequest, "not a tenant name")
 		return
 	case p.Status != "" && !p.Status.Valid():

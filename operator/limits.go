@@ -8,7 +8,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/platform/database"
@@ -56,7 +57,7 @@ func limits(ctx context.Context, getenv func(string) string, op, tenant string, 
 	switch {
 	case len(args) > 0:
 		return cli.Usagef("unexpected argument %q", args[0])
-	case op != "list" && !order.ValidTenant(tenant):
+	case op != "list" && !tenants.Valid(tenant):
 		return cli.Usagef("want --tenant NAME")
 	case op == "set":
 		if err := l.Valid(); err != nil {

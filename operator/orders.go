@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderflow/orderflow/orders/order"
@@ -39,7 +41,7 @@ func ordersShowCommand(getenv func(string) string, stdout io.Writer) cli.Command
 			if len(args) != 1 || args[0] == "" {
 				return cli.Usagef("want one order ID or key")
 			}
-			if tenant != "" && !order.ValidTenant(tenant) {
+			if tenant != "" && !tenants.Valid(tenant) {
 				return cli.Usagef("--tenant %q is not a tenant name", tenant)
 			}
 			return ordersShow(ctx, getenv, args[0], tenant, out, stdout)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -78,7 +80,7 @@ const orderTypes = "'Order', 'OrderWorkflow'"
 // engine's orders wait on their customers: a 3-D Secure order is charged when
 // its customer authenticates, up to that long after its intent was made.
 func (e *Engine) Lost(ctx context.Context, tenant, orderID string, from, to time.Time) (reconcile.Known, bool, error) {
-	if !order.ValidTenant(tenant) {
+	if !tenants.Valid(tenant) {
 		return reconcile.Known{}, false, nil // and never in a query's text
 	}
 	query := lostQuery(tenant, from.Add(-e.actionTimeout()), to)

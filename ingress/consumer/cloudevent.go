@@ -8,10 +8,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/ingress"
-	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // CloudEvents 1.0 on orders.requested, as its Kafka protocol binding maps them:
@@ -137,7 +138,7 @@ func (d *Decoder) cloudEvent(attrs map[string]string, data []byte, prefix string
 		return bad("type", "must be "+d.types())
 	}
 	tenant := attrs[TenantAttribute]
-	if !identity.ValidTenant(tenant) {
+	if !tenants.Valid(tenant) {
 		return bad(TenantAttribute, "missing or not a tenant name")
 	}
 	if ct, ok := attrs["datacontenttype"]; ok && mediaType(ct) != "application/json" {

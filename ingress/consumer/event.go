@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/platform/identity"
 )
@@ -75,7 +77,7 @@ func (d *Decoder) DecodeEvent(value []byte) (Event, error) {
 	if err := checkEventID(ev.EventID); err != nil {
 		return Event{}, err
 	}
-	if !identity.ValidTenant(ev.Tenant) {
+	if !tenants.Valid(ev.Tenant) {
 		return Event{}, &ingress.FieldError{Field: "tenant", Message: "missing or not a tenant name"}
 	}
 	if ev.Kind == nil {

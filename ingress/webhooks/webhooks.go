@@ -22,6 +22,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -264,7 +266,7 @@ func (h *Handler) handle(ctx context.Context, ev stripe.Event) (string, Outcome,
 	}
 	// Our ledger names the order; the intent's metadata, set when we created it,
 	// must name the same order and give its tenant. Neither alone decides.
-	if orderID == "" || pi.Metadata["order_id"] != orderID || !order.ValidTenant(pi.Metadata["tenant"]) {
+	if orderID == "" || pi.Metadata["order_id"] != orderID || !tenants.Valid(pi.Metadata["tenant"]) {
 		return id, UnknownIntent, nil
 	}
 	o, err := h.Orders.Get(ctx, pi.Metadata["tenant"], orderID)

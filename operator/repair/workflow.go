@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -127,7 +129,7 @@ func finding(out Outcome) reconcile.Finding {
 	f := reconcile.Finding{Kind: reconcile.KindRepairFailed, Action: reconcile.ActionFailed, ProviderID: out.RunID,
 		Detail: fmt.Sprintf("workflow %s run %s (%s) was not reset: %s", out.WorkflowID, out.RunID, out.Status, out.Reason)}
 	parts := strings.SplitN(out.WorkflowID, ":", 3)
-	if len(parts) == 3 && order.ValidTenant(parts[1]) {
+	if len(parts) == 3 && tenants.Valid(parts[1]) {
 		f.Tenant = parts[1]
 		if parts[0] == order.Kind {
 			f.OrderID = order.IDFor(out.WorkflowID)

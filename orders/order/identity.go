@@ -12,9 +12,6 @@ import (
 // payment provider's idempotency keys. The same input gives the same identity on
 // every retry, in every process.
 
-// ValidTenant reports whether name is a tenant name (identity.ValidTenant).
-func ValidTenant(name string) bool { return identity.ValidTenant(name) }
-
 // Source is the ingress a client's key comes from (identity.Source).
 type Source = identity.Source
 

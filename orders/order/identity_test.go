@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/orderflow/orderflow/tenants"
 )
 
 // Test vectors (the order IDs cross-checked with Python's hashlib): these strings are stored in Postgres, Temporal and at the payment
@@ -38,7 +40,7 @@ func TestIdentityVectors(t *testing.T) {
 func TestWorkflowIDCannotCollideAcrossTenants(t *testing.T) {
 	// Tenant "a" with key "b:c" must not equal tenant "a:b" with key "c": tenant
 	// names cannot hold ':', and the key's ':' is escaped.
-	if ValidTenant("a:b") || ValidTenant("a%b") {
+	if tenants.Valid("a:b") || tenants.Valid("a%b") {
 		t.Fatal("tenant names must not hold ':' or '%'")
 	}
 	if WorkflowID("a", FromEvent, "b:c") == "order:a:b:c" {

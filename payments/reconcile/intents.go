@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/payments/provider"
 )
@@ -35,7 +37,7 @@ func (r *Reconciler) closeOpen(ctx context.Context, p *pass, intents []provider.
 	for _, pi := range intents {
 		switch pi.Status {
 		case "requires_payment_method", "requires_confirmation", "requires_action":
-			if pi.Metadata["order_id"] != "" && order.ValidTenant(pi.Metadata["tenant"]) {
+			if pi.Metadata["order_id"] != "" && tenants.Valid(pi.Metadata["tenant"]) {
 				open, ids = append(open, pi), append(ids, pi.Metadata["order_id"])
 			}
 		}

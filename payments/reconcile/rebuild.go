@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderflow/orderflow/tenants"
+
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/orders/orderstore"
 	"github.com/orderflow/orderflow/payments/provider"
@@ -93,7 +95,7 @@ func workflowOf(md map[string]string, tenant, orderID string) string {
 // asks again). Only a charge nobody explains is left to be refunded.
 func (r *Reconciler) rebuildCharge(ctx context.Context, p *pass, c provider.Charge) (bool, error) {
 	tenant, orderID := c.Metadata["tenant"], c.Metadata["order_id"]
-	if !order.ValidTenant(tenant) || orderID == "" || c.Intent == "" {
+	if !tenants.Valid(tenant) || orderID == "" || c.Intent == "" {
 		return false, nil // not an order's intent of ours
 	}
 	k, ok, err := r.find(ctx, tenant, orderID, c)

@@ -31,28 +31,6 @@ func VisibleString(s string) bool {
 	return true
 }
 
-// maxTenantLen bounds a tenant's name.
-const maxTenantLen = 63
-
-// ValidTenant reports whether name is a tenant name: lower-case letters, digits,
-// '-' and '_', beginning with a letter or digit, at most 63 characters. It never
-// holds ':' or '%', which WorkflowID relies on.
-func ValidTenant(name string) bool {
-	if name == "" || len(name) > maxTenantLen {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case (c == '-' || c == '_') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // EffectKey is the idempotency key of an effect a kind's workflow asks of an
 // outside service (a booking, a charge): derived from the workflow ID and the
 // effect, never from the attempt or the run, so every retry, reset and replay

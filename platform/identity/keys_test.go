@@ -6,17 +6,6 @@ import (
 )
 
 // A tenant's name is what the older pattern ^[a-z0-9][a-z0-9_-]{0,62}$ took.
-func TestValidTenant(t *testing.T) {
-	for name, want := range map[string]bool{
-		"a": true, "acme": true, "a-b_c9": true, "9a": true, strings.Repeat("a", 63): true,
-		"": false, "-a": false, "_a": false, "Acme": false, strings.Repeat("a", 64): false,
-		"a:b": false, "a%b": false, "a b": false, "a\n": false, "é": false,
-	} {
-		if got := ValidTenant(name); got != want {
-			t.Errorf("ValidTenant(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
 
 func TestCheckKey(t *testing.T) {
 	for key, ok := range map[string]bool{"k": true, strings.Repeat("k", MaxKeyLen): true,

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/orderflow/orderflow/tenants"
 
-	"github.com/orderflow/orderflow/platform/identity"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ErrUnauthorized is any key that is malformed, unknown or revoked.
@@ -41,7 +41,7 @@ func New(pool *pgxpool.Pool, cacheTTL time.Duration) *Store {
 
 // Create issues a key for tenant and returns it; it cannot be shown again.
 func (s *Store) Create(ctx context.Context, tenant string) (string, error) {
-	if !identity.ValidTenant(tenant) {
+	if !tenants.Valid(tenant) {
 		return "", fmt.Errorf("tenant %q: use lower-case letters, digits, '-' and '_' (at most 63)", tenant)
 	}
 	idb := make([]byte, 6)

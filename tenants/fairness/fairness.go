@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"go.temporal.io/sdk/temporal"
+	"github.com/orderflow/orderflow/tenants"
 
-	"github.com/orderflow/orderflow/platform/identity"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Weights are the tenants' shares of the task queues; a tenant not named has
@@ -32,7 +32,7 @@ func Parse(spec string) (Weights, error) {
 			continue
 		}
 		tenant, v, ok := strings.Cut(item, "=")
-		if !ok || !identity.ValidTenant(tenant) {
+		if !ok || !tenants.Valid(tenant) {
 			return Weights{}, fmt.Errorf("FAIRNESS_WEIGHTS: %q is not tenant=weight", item)
 		}
 		f, err := strconv.ParseFloat(v, 32)
