@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/platform"
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/records"
 	"github.com/orderflow/orderflow/platform/telemetry"
 	"github.com/orderflow/orderflow/platform/tracing"
@@ -35,6 +36,7 @@ import (
 // command) and migrate, then the operator's commands; each reads only the
 // settings it uses.
 func API(getenv func(string) string, stdout, stderr io.Writer, kinds ...Kind) cli.App {
+	kinds = append([]Kind{erasures{}}, kinds...)
 	commands := []cli.Command{
 		{Summary: "serve the API until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serveAPI(ctx, getenv, stdout, kinds)
@@ -88,10 +90,15 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		return nil, err
 	}
 	go limits.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
+	customers, err := custkeys.Open(ctx, base.Pool, base.Codec)
+	if err != nil {
+		return nil, err
+	}
 	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Logger: logger, Codec: base.Codec}
+		Logger: logger, Codec: base.Codec, Customers: customers}
 	orderAPI := orders.NewAPI(setup, idem, c.Policy, intents)
-	p := Platform{Pool: base.Pool, Temporal: base.Temporal, Starter: setup.Starter(), Records: records.NewStore(base.Pool), Logger: logger, Getenv: getenv}
+	p := Platform{Pool: base.Pool, Temporal: base.Temporal, Starter: setup.Starter(), Records: records.NewStore(base.Pool),
+		Logger: logger, Getenv: getenv, Customers: customers}
 	kindRoutes, err := routes(kinds, p)
 	if err != nil {
 		return nil, err

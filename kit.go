@@ -26,6 +26,7 @@ import (
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/intake"
+	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/records"
 )
 
@@ -58,6 +59,16 @@ type Platform struct {
 	Logger  *slog.Logger
 	// Getenv reads the kind's own settings.
 	Getenv func(string) string
+	// Customers seals a customer's personal values under the customer's own
+	// key (Seal, Reveal): an erasure destroys the key, and with it every value
+	// a kind sealed, wherever the kind kept it.
+	Customers *custkeys.Store
+}
+
+// Deleter is a kind that a DELETE also starts: DELETE /v1/{path}/{id} is a
+// request of the kind whose member field is {id} (an erasure's customer_id).
+type Deleter interface {
+	Deletes() (path, field string)
 }
 
 // Viewer is a kind that reads its workflows by public ID itself (from a table
@@ -78,7 +89,11 @@ func routes(kinds []Kind, p Platform) ([]httpapi.KindRoute, error) {
 		if v, ok := ik.(Viewer); ok {
 			get = v.ViewID
 		}
-		out = append(out, httpapi.KindRoute{Path: k.Route(), Kind: ik, Get: get})
+		r := httpapi.KindRoute{Path: k.Route(), Kind: ik, Get: get}
+		if d, ok := k.(Deleter); ok {
+			r.Deletes, r.DeleteField = d.Deletes()
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/console"
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/consumer"
@@ -29,6 +30,7 @@ import (
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/codecauth"
 	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/platform/records"
@@ -45,6 +47,7 @@ import (
 // Worker is the worker binary, running orders, refunds and kinds: serve (its
 // default command) and migrate, then the operator's commands.
 func Worker(getenv func(string) string, stdout, stderr io.Writer, kinds ...Kind) cli.App {
+	kinds = append([]Kind{erasures{}}, kinds...)
 	commands := []cli.Command{
 		{Summary: "run until SIGTERM, then drain", Run: func(ctx context.Context, _ *flag.FlagSet) error {
 			return serveWorker(ctx, getenv, stdout, kinds)
@@ -97,11 +100,15 @@ func serveWorker(ctx context.Context, getenv func(string) string, stdout io.Writ
 }
 
 // platformOf is what kinds are built on in the worker.
-func platformOf(c settings.Worker, base *platform.Base, logger *slog.Logger, getenv func(string) string) (Platform, intake.Setup) {
+func platformOf(ctx context.Context, c settings.Worker, base *platform.Base, logger *slog.Logger, getenv func(string) string) (Platform, intake.Setup, error) {
+	customers, err := custkeys.Open(ctx, base.Pool, base.Codec)
+	if err != nil {
+		return Platform{}, intake.Setup{}, err
+	}
 	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Logger: logger, Codec: base.Codec, Eager: c.Run.Eager}
+		Logger: logger, Codec: base.Codec, Eager: c.Run.Eager, Customers: customers}
 	return Platform{Pool: base.Pool, Temporal: base.Temporal, Starter: setup.Starter(), Records: records.NewStore(base.Pool),
-		Logger: logger, Getenv: getenv}, setup
+		Logger: logger, Getenv: getenv, Customers: customers}, setup, nil
 }
 
 // newDeps builds what the worker runs on the process's connections: the
@@ -111,7 +118,10 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	kinds []Kind, getenv func(string) string) (worker.Deps, error) {
 	reg := base.Registry
 	reg.MustRegister(orderstore.New(base.Pool).OpenPaymentsCollector())
-	p, setup := platformOf(c, base, logger, getenv)
+	p, setup, err := platformOf(ctx, c, base, logger, getenv)
+	if err != nil {
+		return worker.Deps{}, err
+	}
 	events := kafkaclient.NewWriter(c.Kafka, c.EventsTopic)
 	dlq := kafkaclient.NewWriter(c.Kafka, c.DLQTopic)
 	cons, err := newConsumer(ctx, c, base, setup, p, kinds, dlq, reg, traces, logger)
@@ -153,6 +163,7 @@ func activitiesOf(c settings.Worker, base *platform.Base, traces *tracing.Tracin
 	budget := provider.Budgeted(provider.Metered(traces.Transport(http.DefaultTransport), reg),
 		provider.AccountPace(fleetrate.New(base.Pool), c.Payments), c.Fairness.Weight)
 	acts := worker.NewActivities(base.Pool, provider.New(c.Payments, budget), events, reg, traces)
+	activities.OpenPaymentMethods(acts.Payments, p.Customers)
 	paced := provider.New(c.Payments, provider.Paced(budget, reconcile.ProviderRate))
 	dc, _ := payloadcodec.Converters(base.Codec)
 	// Every worker tries; one at a time leads (an advisory lock), and a pass on

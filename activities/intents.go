@@ -58,13 +58,17 @@ func (a *Payments) CreateIntent(ctx context.Context, in IntentInput) (IntentResu
 	if e.Status == ledger.Created && e.ProviderID != "" {
 		return IntentResult{Key: in.Key, IntentID: e.ProviderID}, nil
 	}
+	pm, err := a.paymentMethod(ctx, in)
+	if err != nil {
+		return IntentResult{}, err
+	}
 	stop := Heartbeat(ctx)
-	pi, err := a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
+	pi, err := a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, pm,
 		reconcile.IntentMetadata(in.OrderID, in.Tenant, in.WorkflowID))
 	if keyReused(err) {
 		// The key was first sent by a release whose intents did not name their
 		// workflow: its request again gets the intent it made.
-		pi, err = a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, in.PaymentMethod,
+		pi, err = a.provider.CreateIntent(ctx, in.Key, in.Amount, in.Currency, pm,
 			reconcile.IntentMetadata(in.OrderID, in.Tenant, ""))
 	}
 	stop()

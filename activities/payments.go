@@ -17,6 +17,7 @@ import (
 	"github.com/orderflow/orderflow/payments/ledger"
 	"github.com/orderflow/orderflow/payments/provider"
 	"github.com/orderflow/orderflow/payments/refundstore"
+	"github.com/orderflow/orderflow/platform/personal"
 )
 
 // Temporal error types of payment outcomes. The final ones (declined, rejected,
@@ -102,6 +103,34 @@ type Payments struct {
 	refunds  *refundstore.Store
 	provider Provider
 	m        PaymentMetrics
+	personal Revealer // nil: payment methods are plain
+}
+
+// Revealer opens a personal value sealed under its customer's key
+// (*custkeys.Store); a plain value (an order placed before sealing) comes back
+// as it is.
+type Revealer interface {
+	Reveal(ctx context.Context, tenant, value string) (string, error)
+}
+
+// OpenPaymentMethods makes p open sealed payment methods with r before they
+// reach the provider. (A function, not a method: every exported method of
+// Payments is an activity.)
+func OpenPaymentMethods(p *Payments, r Revealer) {
+	p.personal = r
+}
+
+// paymentMethod is in's payment method as the provider takes it. An erased
+// customer's is gone: the charge fails for good, never sent.
+func (a *Payments) paymentMethod(ctx context.Context, in IntentInput) (string, error) {
+	if a.personal == nil {
+		return in.PaymentMethod, nil
+	}
+	pm, err := a.personal.Reveal(ctx, in.Tenant, in.PaymentMethod)
+	if errors.Is(err, personal.ErrErased) {
+		return "", temporal.NewNonRetryableApplicationError("the customer was erased: no payment method", "CustomerErased", err)
+	}
+	return pm, err
 }
 
 // NewPayments returns the payment activities.

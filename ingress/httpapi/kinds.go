@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -25,6 +28,9 @@ type KindRoute struct {
 	// Get reads one of the tenant's workflows of the kind by its public ID;
 	// intake.ErrNotFound when the tenant has none.
 	Get func(ctx context.Context, tenant, id string) (ingress.View, error)
+	// Deletes, when set, mounts DELETE /v1/{Deletes}/{id}: a request of the kind
+	// whose member DeleteField is {id}, with everything a POST gets.
+	Deletes, DeleteField string
 }
 
 // Keyed starts a workflow of any kind with an Idempotency-Key (*intake.Requests).
@@ -42,7 +48,7 @@ func CheckPath(path string) string {
 			return "must be 1-32 lower-case letters"
 		}
 	}
-	if path == "orders" || path == "refunds" {
+	if path == "orders" || path == "refunds" || path == "customers" {
 		return "is orderflow's own"
 	}
 	return ""
@@ -80,7 +86,24 @@ func (a *api) kindRoutes(r chi.Router, kinds []KindRoute) {
 			a.keyed(w, req, "/v1/"+k.Path+"/", func(body []byte) (ingress.Request, error) { return k.Kind.Decode(body) }, submit)
 		})
 		r.Get("/"+k.Path+"/{id}", func(w http.ResponseWriter, req *http.Request) { a.getKind(w, req, k) })
+		if k.Deletes != "" {
+			r.Delete("/"+k.Deletes+"/{id}", func(w http.ResponseWriter, req *http.Request) { a.deleteKind(w, req, k) })
+		}
 	}
+}
+
+// deleteKind starts k's request for DELETE /v1/{Deletes}/{id}: the body is
+// {"DeleteField": id}, whatever the client sent.
+func (a *api) deleteKind(w http.ResponseWriter, r *http.Request, k KindRoute) {
+	id := chi.URLParam(r, "id")
+	body, _ := json.Marshal(map[string]string{k.DeleteField: id}) // a map of strings always encodes
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Type", "application/json")
+	submit := func(ctx context.Context, tenant, key string, in ingress.Request, wait time.Duration) intake.Result {
+		return a.Keyed.Submit(ctx, k.Kind, tenant, key, in, wait)
+	}
+	a.keyed(w, r, "/v1/"+k.Path+"/", func(body []byte) (ingress.Request, error) { return k.Kind.Decode(body) }, submit)
 }
 
 func (a *api) getKind(w http.ResponseWriter, r *http.Request, k KindRoute) {

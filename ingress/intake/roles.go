@@ -9,6 +9,7 @@ import (
 
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
+	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/tenants/fairness"
 )
@@ -29,6 +30,9 @@ type Setup struct {
 	// worker of the task queue runs on the same client (the worker's consumer):
 	// see worker.Options.Eager, which it goes with.
 	Eager bool
+	// Customers are the customers' data keys: kinds seal personal values
+	// under them (nil: they stay plain).
+	Customers *custkeys.Store
 }
 
 // Starter is the Setup's starter of workflows, for any kind.

@@ -43,6 +43,7 @@ type Workflows interface {
 type Kind struct {
 	orders    Store
 	workflows Workflows
+	customers Customers // nil: personal values stay plain (tests without keys)
 }
 
 var (
@@ -53,6 +54,12 @@ var (
 // New is the order kind on its read model and its workflows.
 func New(orders Store, workflows Workflows) *Kind {
 	return &Kind{orders: orders, workflows: workflows}
+}
+
+// SealWith makes k seal orders' personal values with c and open them for readers.
+func (k *Kind) SealWith(c Customers) *Kind {
+	k.customers = c
+	return k
 }
 
 // Name is order.Kind.
@@ -79,19 +86,31 @@ func (*Kind) Admit(context.Context, string, ingress.Request) error { return nil 
 
 // Start starts (or finds) the order's workflow.
 func (k *Kind) Start(ctx context.Context, tenant, workflowID string, req ingress.Request) (ingress.Run, error) {
-	return k.workflows.Start(ctx, req.(Request).Order(tenant, workflowID))
+	o, err := k.order(ctx, tenant, workflowID, req.(Request))
+	if err != nil {
+		return nil, err
+	}
+	return k.workflows.Start(ctx, o)
 }
 
 // StartNew starts the order's workflow unless its ID exists.
 func (k *Kind) StartNew(ctx context.Context, tenant, workflowID string, req ingress.Request) (bool, error) {
-	return k.workflows.StartNew(ctx, req.(Request).Order(tenant, workflowID))
+	o, err := k.order(ctx, tenant, workflowID, req.(Request))
+	if err != nil {
+		return false, err
+	}
+	return k.workflows.StartNew(ctx, o)
 }
 
 // StartSettled starts (or finds) the order's workflow and answers once it is
 // settled for a waiting client; the workflow has recorded the order, its first
 // step.
 func (k *Kind) StartSettled(ctx context.Context, tenant, workflowID string, req ingress.Request, wait time.Duration) (ingress.View, error) {
-	res, err := k.workflows.StartSettled(ctx, req.(Request).Order(tenant, workflowID), wait)
+	o, err := k.order(ctx, tenant, workflowID, req.(Request))
+	if err != nil {
+		return ingress.View{}, err
+	}
+	res, err := k.workflows.StartSettled(ctx, o, wait)
 	if err != nil {
 		return ingress.View{}, err
 	}
@@ -106,16 +125,20 @@ func (k *Kind) Placed(ctx context.Context, workflowID string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return orderFingerprint(o), nil
+	return o.Fingerprint(), nil
 }
 
 // Record writes the order to the read model.
 func (k *Kind) Record(ctx context.Context, tenant, workflowID string, req ingress.Request) (ingress.View, error) {
-	row, err := k.orders.Record(ctx, req.(Request).Order(tenant, workflowID))
+	o, err := k.order(ctx, tenant, workflowID, req.(Request))
 	if err != nil {
 		return ingress.View{}, err
 	}
-	return orderView(row), nil
+	row, err := k.orders.Record(ctx, o)
+	if err != nil {
+		return ingress.View{}, err
+	}
+	return k.view(ctx, tenant, row)
 }
 
 // FingerprintQuery is the SQL query of the fingerprint of the order a workflow
@@ -138,12 +161,17 @@ func (k *Kind) View(ctx context.Context, tenant, workflowID string) (ingress.Vie
 	case err != nil:
 		return ingress.View{}, err
 	}
-	return orderView(row), nil
+	return k.view(ctx, tenant, row)
 }
 
-func orderView(row orderstore.Row) ingress.View {
+// view is the row as the ingress answers it, its customer shown.
+func (k *Kind) view(ctx context.Context, tenant string, row orderstore.Row) (ingress.View, error) {
+	row, err := k.shown(ctx, tenant, row)
+	if err != nil {
+		return ingress.View{}, err
+	}
 	body, _ := json.Marshal(Wire(row))
-	return ingress.View{ID: row.ID, Body: body, Final: final(row.Status), Fingerprint: row.Fingerprint}
+	return ingress.View{ID: row.ID, Body: body, Final: final(row.Status), Fingerprint: row.Fingerprint}, nil
 }
 
 // final reports the statuses that answer a waiting client 201: the payment's ends

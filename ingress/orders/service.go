@@ -84,7 +84,8 @@ func notCancellable(s order.Status) *ingress.Refusal {
 // it as it stands after. Cancelling a cancelled order answers the same.
 func (s *Service) Cancel(ctx context.Context, tenant, orderID string) (wire.Order, error) {
 	row, err := s.cancel(ctx, tenant, orderID)
-	return Wire(row), err
+	row, serr := s.kind.shown(ctx, tenant, row)
+	return Wire(row), errors.Join(err, serr)
 }
 
 func (s *Service) cancel(ctx context.Context, tenant, orderID string) (orderstore.Row, error) {
@@ -125,6 +126,9 @@ func (s *Service) cancel(ctx context.Context, tenant, orderID string) (orderstor
 // If the provider does not answer, the order is shown without it.
 func (s *Service) Get(ctx context.Context, tenant, orderID string) (wire.Order, error) {
 	row, err := s.get(ctx, tenant, orderID)
+	if err == nil {
+		row, err = s.kind.shown(ctx, tenant, row)
+	}
 	v := Wire(row)
 	if err != nil || row.Status != order.StatusActionRequired || s.intents == nil || v.PaymentRef == "" {
 		return v, err
@@ -143,6 +147,9 @@ func (s *Service) Get(ctx context.Context, tenant, orderID string) (wire.Order, 
 // An unknown status, or both keys, is a *ingress.FieldError, before any query.
 func (s *Service) List(ctx context.Context, tenant string, f intake.Filter) ([]wire.Order, string, error) {
 	of := orderstore.Filter{CustomerID: f.CustomerID, Status: order.Status(f.Status), Limit: f.Limit, Cursor: f.Cursor}
+	if f.CustomerID != "" && s.kind.customers != nil {
+		of.CustomerHash = s.kind.customers.Hasher().Hash(tenant, f.CustomerID)
+	}
 	switch {
 	case of.Status != "" && !of.Status.Valid():
 		return nil, "", &ingress.FieldError{Field: "status", Message: "unknown status"}
@@ -167,6 +174,8 @@ func (s *Service) List(ctx context.Context, tenant string, f intake.Filter) ([]w
 		err = intake.ErrBadCursor
 	case err != nil:
 		err = &intake.UnavailableError{What: "order list", Err: err}
+	default:
+		rows, err = s.kind.shownAll(ctx, tenant, rows)
 	}
 	return WireList(rows), next, err
 }

@@ -13,13 +13,21 @@ import (
 // orders started with policy, and intents read for an order's next action
 // (nil: none shown).
 func NewAPI(s intake.Setup, keys *idempotency.Store, policy workflows.Policy, intents IntentReader) *Service {
-	return NewService(intake.NewAPI(s, keys), orderstore.New(s.Pool), NewTemporal(s.Starter(), policy), intents, s.Logger)
+	svc := NewService(intake.NewAPI(s, keys), orderstore.New(s.Pool), NewTemporal(s.Starter(), policy), intents, s.Logger)
+	if s.Customers != nil {
+		svc.kind.SealWith(s.Customers)
+	}
+	return svc
 }
 
 // ForEvents is the order kind as the Kafka ingress starts it: no read model,
 // since an event's answer is its workflow, started with policy.
 func ForEvents(s intake.Setup, policy workflows.Policy) *Kind {
-	return New(nil, NewTemporal(s.Starter(), policy))
+	k := New(nil, NewTemporal(s.Starter(), policy))
+	if s.Customers != nil {
+		k.SealWith(s.Customers)
+	}
+	return k
 }
 
 // PolicyFromEnv reads how orders treat time (CANCEL_WINDOW, PAYMENT_LOOKUP_DELAY,

@@ -80,7 +80,11 @@ func Fingerprint(customerID, currency string, items []Item, paymentMethod string
 // how it was made.
 const FingerprintVersion = 1
 
-// Fingerprint of the order's content.
+// Fingerprint of the order's content: the plain request's, taken before its
+// personal values were sealed.
 func (o Order) Fingerprint() []byte {
+	if len(o.Print) > 0 {
+		return o.Print
+	}
 	return Fingerprint(o.CustomerID, o.Currency, o.Items, o.PaymentMethod)
 }

@@ -18,6 +18,11 @@ type Item struct {
 
 // Order is what a client asked for, plus the identity derived from its workflow.
 // PaymentMethod is a provider token (pm_...), never card data.
+//
+// CustomerID and PaymentMethod are personal: the ingress seals them under the
+// customer's data key (platform/personal) before the order goes anywhere, so an
+// erasure makes them unreadable in every copy. Orders placed before sealing
+// carry them plain and no CustomerHash.
 type Order struct {
 	ID            string `json:"id"`
 	Tenant        string `json:"tenant"`
@@ -27,6 +32,10 @@ type Order struct {
 	Items         []Item `json:"items"`
 	Amount        int64  `json:"amount"`
 	PaymentMethod string `json:"payment_method"`
+	// CustomerHash is the customer's keyed hash: what finds the customer's orders.
+	CustomerHash []byte `json:"customer_hash,omitempty"`
+	// Print is the fingerprint of the plain request, taken before sealing.
+	Print []byte `json:"print,omitempty"`
 }
 
 // ErrOverflow reports an order total that does not fit in int64 minor units.

@@ -42,6 +42,9 @@ type Row struct {
 	// Fingerprint is the request's (order.Fingerprint); nil for orders recorded
 	// before fingerprints.
 	Fingerprint []byte
+	// CustomerHash is the customer's keyed hash; nil for orders recorded before
+	// personal values were sealed (their CustomerID is plain).
+	CustomerHash []byte
 	// Dispute is the status of the latest dispute of an order that had ended when
 	// its payment was disputed; "" for none.
 	Dispute string
@@ -140,8 +143,8 @@ func (s *Store) PaidAt(ctx context.Context, id string) (*time.Time, error) {
 // workflow_id, the same order either way), and an insert arbitrated on one alone
 // fails on the other when it meets a concurrent insert of the same order.
 const insertSQL = `
-	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint, customer_hash)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 	ON CONFLICT DO NOTHING`
 
 func insertArgs(o order.Order) ([]any, error) {
@@ -149,7 +152,7 @@ func insertArgs(o order.Order) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode items: %w", err)
 	}
-	return []any{o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending, o.Fingerprint()}, nil
+	return []any{o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPending, o.Fingerprint(), o.CustomerHash}, nil
 }
 
 // Insert records the order as PENDING; inserting it again is a no-op.
@@ -181,13 +184,13 @@ func (s *Store) Record(ctx context.Context, o order.Order) (Row, error) {
 	return v, nil
 }
 
-const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), COALESCE(amount_refunded, 0), created_at, updated_at, workflow_id, fingerprint, COALESCE(dispute, '')`
+const columns = `id, status, customer_id, currency, amount, items, COALESCE(payment_ref, ''), COALESCE(failure, ''), COALESCE(amount_refunded, 0), created_at, updated_at, workflow_id, fingerprint, COALESCE(dispute, ''), customer_hash`
 
 func scan(row pgx.Row) (Row, error) {
 	var v Row
 	var items []byte
 	err := row.Scan(&v.ID, &v.Status, &v.CustomerID, &v.Currency, &v.Amount, &items, &v.PaymentRef, &v.Failure, &v.AmountRefunded,
-		&v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint, &v.Dispute)
+		&v.CreatedAt, &v.UpdatedAt, &v.WorkflowID, &v.Fingerprint, &v.Dispute, &v.CustomerHash)
 	if err != nil {
 		return v, err
 	}
@@ -213,10 +216,13 @@ func (s *Store) GetByWorkflow(ctx context.Context, tenant, workflowID string) (R
 // Filter narrows a list; Cursor continues a previous page.
 type Filter struct {
 	WorkflowID string
-	CustomerID string
-	Status     order.Status
-	Limit      int
-	Cursor     string
+	// CustomerHash finds a customer's orders; CustomerID, the plain ID, finds
+	// those recorded before personal values were sealed.
+	CustomerHash []byte
+	CustomerID   string
+	Status       order.Status
+	Limit        int
+	Cursor       string
 }
 
 // ErrBadCursor is a cursor this store did not issue.
@@ -229,7 +235,10 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) ([]Row, strin
 	q := `SELECT ` + columns + ` FROM orders WHERE tenant = $1`
 	args := []any{tenant}
 	q, args = records.And(q, args, "workflow_id", f.WorkflowID)
-	q, args = records.And(q, args, "customer_id", f.CustomerID)
+	if f.CustomerID != "" {
+		args = append(args, f.CustomerHash, f.CustomerID)
+		q += fmt.Sprintf(" AND (customer_hash = $%d OR customer_hash IS NULL AND customer_id = $%d)", len(args)-1, len(args))
+	}
 	q, args = records.And(q, args, "status", string(f.Status))
 	q, args, err := records.Page(q, args, f.Cursor, f.Limit)
 	if err != nil {
@@ -264,7 +273,7 @@ type Unsettled struct {
 // Order is the order as its workflow is started with.
 func (u Unsettled) Order() order.Order {
 	return order.Order{ID: u.ID, Tenant: u.Tenant, WorkflowID: u.WorkflowID, CustomerID: u.CustomerID,
-		Items: u.Items, Amount: u.Amount, Currency: u.Currency}
+		Items: u.Items, Amount: u.Amount, Currency: u.Currency, CustomerHash: u.CustomerHash}
 }
 
 // Unsettled returns up to limit orders not yet settled (PENDING or waiting on
@@ -283,7 +292,7 @@ func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]U
 		var u Unsettled
 		var items []byte
 		if err := rows.Scan(&u.ID, &u.Status, &u.CustomerID, &u.Currency, &u.Amount, &items, &u.PaymentRef, &u.Failure,
-			&u.AmountRefunded, &u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Dispute, &u.Tenant); err != nil {
+			&u.AmountRefunded, &u.CreatedAt, &u.UpdatedAt, &u.WorkflowID, &u.Fingerprint, &u.Dispute, &u.CustomerHash, &u.Tenant); err != nil {
 			return nil, fmt.Errorf("read unsettled orders: %w", err)
 		}
 		if err := json.Unmarshal(items, &u.Items); err != nil {
@@ -353,10 +362,10 @@ func (s *Store) Rebuild(ctx context.Context, o order.Order, paymentRef string) (
 		return false, fmt.Errorf("encode items: %w", err)
 	}
 	tag, err := s.db.Exec(ctx, `
-		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint, payment_ref, paid_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+		INSERT INTO orders (id, tenant, workflow_id, customer_id, items, amount, currency, status, fingerprint, payment_ref, paid_at, customer_hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), $11)
 		ON CONFLICT DO NOTHING`,
-		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPaid, o.Fingerprint(), paymentRef)
+		o.ID, o.Tenant, o.WorkflowID, o.CustomerID, items, o.Amount, o.Currency, order.StatusPaid, o.Fingerprint(), paymentRef, o.CustomerHash)
 	if err != nil {
 		return false, fmt.Errorf("rebuild order %s: %w", o.ID, err)
 	}
