@@ -132,7 +132,7 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 	base.Ready.Add("consumer", cons.Ready)
 	var codec http.Handler
 	if c.Run.CodecAddr != "" {
-		if codec, err = codecauth.Guard(payloadcodec.Handler(base.Codec), c.Codec, logger); err != nil {
+		if codec, err = codecauth.Guard(payloadcodec.Handler(custkeys.NewRevealing(base.Codec, p.Customers)), c.Codec, logger); err != nil {
 			return worker.Deps{}, err
 		}
 	}

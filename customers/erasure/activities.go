@@ -13,6 +13,7 @@ import (
 	"github.com/orderflow/orderflow/customers/receipt"
 	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/platform/personal"
 	"github.com/orderflow/orderflow/platform/records"
 )
 
@@ -63,7 +64,8 @@ var customerField = regexp.MustCompile(`"customer_id":"(?:[^"\\]|\\.)*"`)
 
 // Scrub erases what is not sealed under the customer's key: the customer's ID in
 // the answers stored for replays (rewritten in place: a replay answers the
-// order without it), and counts what the key's destruction erases.
+// order with personal.Erased in its place, as a read does), and counts what
+// the key's destruction erases.
 func (a *Activities) Scrub(ctx context.Context, in Input) (Found, error) {
 	rows, err := a.db.Query(ctx, `
 		SELECT i.key, i.response_body FROM idempotency_keys i
@@ -90,7 +92,7 @@ func (a *Activities) Scrub(ctx context.Context, in Input) (Found, error) {
 	}
 	var f Found
 	for _, b := range bodies {
-		scrubbed := customerField.ReplaceAll(b.body, []byte(`"customer_id":null`))
+		scrubbed := customerField.ReplaceAll(b.body, []byte(`"customer_id":"`+personal.Erased+`"`))
 		if _, err := a.db.Exec(ctx, `UPDATE idempotency_keys SET response_body = $3 WHERE tenant = $1 AND key = $2`,
 			in.Tenant, b.key, scrubbed); err != nil {
 			return Found{}, fmt.Errorf("scrub a stored answer: %w", err)

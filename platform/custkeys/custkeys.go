@@ -308,3 +308,84 @@ func (s *Store) Destroy(ctx context.Context, tenant string, hash []byte) (Destro
 	}
 	return d, nil
 }
+
+// Rewrap seals every live data key and the deployment's secrets again under
+// the keyring's writing key: run after a new PAYLOAD_KEYS key is put first and
+// before an old one leaves the ring, or what the old key wrapped is lost with
+// it. It returns how many it rewrapped; a second run rewraps the same again,
+// harmlessly.
+func (s *Store) Rewrap(ctx context.Context) (int, error) {
+	n, err := s.rewrapSecrets(ctx)
+	if err != nil {
+		return n, err
+	}
+	for after := ""; ; {
+		page, err := s.livePage(ctx, after, 1000)
+		if err != nil || len(page) == 0 {
+			return n, err
+		}
+		for _, k := range page {
+			plain, err := s.sealer.Open(k.wrapped)
+			if err != nil {
+				return n, fmt.Errorf("unwrap data key %s: %w", k.id, err)
+			}
+			again, err := s.sealer.Seal(plain)
+			if err != nil {
+				return n, fmt.Errorf("wrap data key %s: %w", k.id, err)
+			}
+			// Only a key still live is rewrapped: one destroyed meanwhile stays destroyed.
+			if _, err := s.db.Exec(ctx, `UPDATE customer_keys SET wrapped = $2 WHERE key_id = $1 AND wrapped IS NOT NULL`, k.id, again); err != nil {
+				return n, fmt.Errorf("rewrap data key %s: %w", k.id, err)
+			}
+			n++
+		}
+		after = page[len(page)-1].id
+	}
+}
+
+type wrappedKey struct {
+	id      string
+	wrapped []byte
+}
+
+// livePage is up to limit live keys after the key ID after, in ID order.
+func (s *Store) livePage(ctx context.Context, after string, limit int) ([]wrappedKey, error) {
+	rows, err := s.db.Query(ctx, `SELECT key_id, wrapped FROM customer_keys
+		WHERE wrapped IS NOT NULL AND key_id > $1 ORDER BY key_id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read data keys: %w", err)
+	}
+	defer rows.Close()
+	var out []wrappedKey
+	for rows.Next() {
+		var k wrappedKey
+		if err := rows.Scan(&k.id, &k.wrapped); err != nil {
+			return nil, fmt.Errorf("read data keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) rewrapSecrets(ctx context.Context) (int, error) {
+	n := 0
+	for _, name := range []string{"customer-hash", "receipt-signing"} {
+		var wrapped []byte
+		if err := s.db.QueryRow(ctx, `SELECT wrapped FROM deployment_secrets WHERE name = $1`, name).Scan(&wrapped); err != nil {
+			return n, fmt.Errorf("read secret %s: %w", name, err)
+		}
+		plain, err := s.sealer.Open(wrapped)
+		if err != nil {
+			return n, fmt.Errorf("open secret %s: %w", name, err)
+		}
+		again, err := s.sealer.Seal(plain)
+		if err != nil {
+			return n, fmt.Errorf("seal secret %s: %w", name, err)
+		}
+		if _, err := s.db.Exec(ctx, `UPDATE deployment_secrets SET wrapped = $2 WHERE name = $1`, name, again); err != nil {
+			return n, fmt.Errorf("rewrap secret %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
+}
