@@ -36,7 +36,7 @@ const openStatuses = `('PENDING', 'PAYMENT_PENDING', 'PAYMENT_UNKNOWN', 'PAYMENT
 
 // Open counts the customer's orders whose money can still move, and refunds of
 // the customer's orders still in flight.
-func (a *Activities) Open(ctx context.Context, in Input) (int, error) {
+func (a *Activities) ErasureOpen(ctx context.Context, in Input) (int, error) {
 	var n int
 	err := a.db.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM orders WHERE tenant = $1 AND customer_hash = $2 AND status IN `+openStatuses+`)
@@ -66,7 +66,7 @@ var customerField = regexp.MustCompile(`"customer_id":"(?:[^"\\]|\\.)*"`)
 // the answers stored for replays (rewritten in place: a replay answers the
 // order with personal.Erased in its place, as a read does), and counts what
 // the key's destruction erases.
-func (a *Activities) Scrub(ctx context.Context, in Input) (Found, error) {
+func (a *Activities) ErasureScrub(ctx context.Context, in Input) (Found, error) {
 	rows, err := a.db.Query(ctx, `
 		SELECT i.key, i.response_body FROM idempotency_keys i
 		JOIN orders o ON o.workflow_id = i.workflow_id
@@ -119,14 +119,14 @@ func (a *Activities) count(ctx context.Context, in Input, f Found) (Found, error
 }
 
 // Destroy destroys the customer's data keys.
-func (a *Activities) Destroy(ctx context.Context, in Input) (custkeys.Destroyed, error) {
+func (a *Activities) ErasureDestroy(ctx context.Context, in Input) (custkeys.Destroyed, error) {
 	return a.keys.Destroy(ctx, in.Tenant, in.CustomerHash)
 }
 
 // Sign signs the receipt and records it as the erasure's answer.
 // at is the workflow's time, so a retried step signs the same receipt
 // (Ed25519 signatures are deterministic).
-func (a *Activities) Sign(ctx context.Context, in Input, f Found, d custkeys.Destroyed, at time.Time) (receipt.Signed, error) {
+func (a *Activities) ErasureSign(ctx context.Context, in Input, f Found, d custkeys.Destroyed, at time.Time) (receipt.Signed, error) {
 	r := receipt.Receipt{ID: in.ID, Tenant: in.Tenant, CustomerHash: hex.EncodeToString(in.CustomerHash),
 		ErasedAt: at.UTC().Truncate(time.Second), Stores: stores(f)}
 	for _, k := range d.Keys {

@@ -30,7 +30,7 @@ func Workflow(ctx workflow.Context, in Input) (receipt.Signed, error) {
 	// its cancel, a refund in flight need the payment method sealed under it.
 	for wait := 5 * time.Second; ; wait = min(2*wait, maxWait) {
 		var open int
-		if err := workflow.ExecuteActivity(ctx, a.Open, in).Get(ctx, &open); err != nil {
+		if err := workflow.ExecuteActivity(ctx, a.ErasureOpen, in).Get(ctx, &open); err != nil {
 			return receipt.Signed{}, err
 		}
 		if open == 0 {
@@ -41,11 +41,11 @@ func Workflow(ctx workflow.Context, in Input) (receipt.Signed, error) {
 		}
 	}
 	var found Found
-	if err := workflow.ExecuteActivity(ctx, a.Scrub, in).Get(ctx, &found); err != nil {
+	if err := workflow.ExecuteActivity(ctx, a.ErasureScrub, in).Get(ctx, &found); err != nil {
 		return receipt.Signed{}, err
 	}
 	var keys custkeys.Destroyed
-	if err := workflow.ExecuteActivity(ctx, a.Destroy, in).Get(ctx, &keys); err != nil {
+	if err := workflow.ExecuteActivity(ctx, a.ErasureDestroy, in).Get(ctx, &keys); err != nil {
 		return receipt.Signed{}, err
 	}
 	// Another process may still hold the key in its cache this long; the receipt
@@ -54,6 +54,6 @@ func Workflow(ctx workflow.Context, in Input) (receipt.Signed, error) {
 		return receipt.Signed{}, err
 	}
 	var signed receipt.Signed
-	err := workflow.ExecuteActivity(ctx, a.Sign, in, found, keys, workflow.Now(ctx)).Get(ctx, &signed)
+	err := workflow.ExecuteActivity(ctx, a.ErasureSign, in, found, keys, workflow.Now(ctx)).Get(ctx, &signed)
 	return signed, err
 }

@@ -136,6 +136,13 @@ func (s *Store) For(ctx context.Context, tenant, customer string) (personal.Key,
 		SELECT key_id, wrapped FROM customer_keys
 		WHERE tenant = $1 AND customer_hash = $2 AND destroyed_at IS NULL
 		LIMIT 1`, tenant, hash, id, wrapped, k.Fingerprint(raw)).Scan(&liveID, &liveWrapped)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Another process's key was committed after this statement began: the
+		// insert saw it and did nothing, but the statement's snapshot cannot.
+		// A statement of its own can.
+		err = s.db.QueryRow(ctx, `SELECT key_id, wrapped FROM customer_keys
+			WHERE tenant = $1 AND customer_hash = $2 AND destroyed_at IS NULL`, tenant, hash).Scan(&liveID, &liveWrapped)
+	}
 	if err != nil {
 		return personal.Key{}, fmt.Errorf("data key of a customer of %s: %w", tenant, err)
 	}

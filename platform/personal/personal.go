@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -97,8 +98,9 @@ func (k Key) SealAt(plain, at string) string {
 		return ""
 	}
 	m := hmac.New(sha256.New, k.nonces)
+	// at's length, not a separator: at and plain may hold any byte.
+	m.Write(binary.AppendUvarint(nil, uint64(len(at))))
 	m.Write([]byte(at))
-	m.Write([]byte{0})
 	m.Write([]byte(plain))
 	return k.seal(plain, m.Sum(nil)[:k.aead.NonceSize()])
 }
@@ -179,8 +181,10 @@ func (h Hasher) Hash(tenant, customer string) []byte {
 
 // Derive is a secret of its own for label, derived from the hash key.
 func (h Hasher) Derive(label string) []byte {
+	// A tenant's name never begins with 0xff (tenants.Valid), so no customer's
+	// hash, which is shown, is a derived secret, which is not.
 	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte("derive\x00" + label))
+	m.Write([]byte("\xffderive\x00" + label))
 	return m.Sum(nil)
 }
 
