@@ -141,7 +141,7 @@ func newDeps(ctx context.Context, c settings.Worker, base *platform.Base, traces
 		return worker.Deps{}, err
 	}
 	writers := []worker.Closer{{Name: "events writer", Close: events.Close}, {Name: "dead-letter writer", Close: dlq.Close}}
-	consoleHandler, redrives, err := newConsole(c, base, logger, extra(kinds, getenv).Kinds)
+	consoleHandler, redrives, err := newConsole(c, base, p.Customers, logger, extra(kinds, getenv).Kinds)
 	if err != nil {
 		return worker.Deps{}, err
 	}
@@ -220,7 +220,7 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, se
 
 // newConsole builds the operator console on the worker's stores and Kafka, and
 // the writer its redrives use; none without CONSOLE_ADDR.
-func newConsole(c settings.Worker, base *platform.Base, logger *slog.Logger, kinds []ingress.Kind) (http.Handler, *kafka.Writer, error) {
+func newConsole(c settings.Worker, base *platform.Base, customers *custkeys.Store, logger *slog.Logger, kinds []ingress.Kind) (http.Handler, *kafka.Writer, error) {
 	if c.Run.ConsoleAddr == "" {
 		return nil, nil, nil
 	}
@@ -229,7 +229,7 @@ func newConsole(c settings.Worker, base *platform.Base, logger *slog.Logger, kin
 		Options: consumer.RedriveOptions{DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, Kinds: operator.LetterKinds(kinds...), Progress: 1000}}
 	h, err := console.New(console.Stores{Orders: orderstore.New(base.Pool), Payments: ledger.New(base.Pool),
 		Refunds: refundstore.New(base.Pool), Keys: idempotency.New(base.Pool, 0, 0), Findings: reconcile.NewStore(base.Pool),
-		Letters: letters}, c.Console, logger)
+		Letters: letters, Customers: customers}, c.Console, logger)
 	if err != nil {
 		w.Close()
 		return nil, nil, fmt.Errorf("console: %w", err)

@@ -63,14 +63,22 @@ type Letters interface {
 	Redrive(ctx context.Context, sel []consumer.Selector, dryRun bool) (consumer.RedriveSummary, error)
 }
 
+// Customers open the customer IDs orders hold, sealed under each customer's key
+// (custkeys.Store): personal.Erased once the customer is erased, a plain ID (an
+// order placed before IDs were sealed) as it is.
+type Customers interface {
+	Shown(ctx context.Context, tenant, value string) (string, error)
+}
+
 // Stores are what the pages read and act on.
 type Stores struct {
-	Orders   Orders
-	Payments Payments
-	Refunds  Refunds
-	Keys     Keys
-	Findings Findings
-	Letters  Letters
+	Orders    Orders
+	Payments  Payments
+	Refunds   Refunds
+	Keys      Keys
+	Findings  Findings
+	Letters   Letters
+	Customers Customers
 }
 
 // Options are the console's credentials and links.
@@ -100,7 +108,7 @@ type Console struct {
 // unusable token.
 func New(stores Stores, o Options, logger *slog.Logger) (*Console, error) {
 	if stores.Orders == nil || stores.Payments == nil || stores.Refunds == nil || stores.Keys == nil ||
-		stores.Findings == nil || stores.Letters == nil {
+		stores.Findings == nil || stores.Letters == nil || stores.Customers == nil {
 		return nil, errors.New("console: every store is required")
 	}
 	if o.Now == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,7 @@ import (
 	"github.com/orderflow/orderflow/payments/reconcile"
 	"github.com/orderflow/orderflow/payments/refund"
 	"github.com/orderflow/orderflow/payments/refundstore"
+	"github.com/orderflow/orderflow/platform/personal"
 )
 
 // Secrets planted in the fakes: none may reach a page or the log.
@@ -42,6 +44,11 @@ type fakes struct {
 	redriven []consumer.Selector
 	keys     string // what a real Letters would hold: never shown
 	longID   string // a CloudEvent id the letter at 0:5 holds
+	// customer is the order's customer ID as its row holds it ("" for a plain
+	// cus_shown); key opens it unless erased.
+	customer string
+	key      personal.Key
+	erased   bool
 }
 
 func (f *fakes) Browse(_ context.Context, p orderstore.Page) ([]orderstore.Located, string, error) {
@@ -61,7 +68,25 @@ func (f *fakes) Locate(_ context.Context, id string, _ []string) ([]orderstore.L
 	if id != orderID {
 		return nil, nil
 	}
-	return []orderstore.Located{{Tenant: "acme", Row: row()}}, nil
+	r := row()
+	if f.customer != "" {
+		r.CustomerID = f.customer
+	}
+	return []orderstore.Located{{Tenant: "acme", Row: r}}, nil
+}
+
+// Shown opens a value sealed under f.key as custkeys.Store does.
+func (f *fakes) Shown(_ context.Context, tenant, value string) (string, error) {
+	if !personal.IsSealed(value) {
+		return value, nil
+	}
+	if f.erased {
+		return personal.Erased, nil
+	}
+	if tenant != f.key.Tenant {
+		return "", errors.New("another tenant's key")
+	}
+	return f.key.Open(value)
 }
 
 func (f *fakes) OfOrder(context.Context, string) ([]ledger.Line, error) {
@@ -149,7 +174,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{f: &fakes{keys: payloadKey}, logs: &bytes.Buffer{}, now: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
-	st := Stores{Orders: h.f, Payments: h.f, Refunds: h.f, Keys: h.f, Findings: h.f, Letters: letters{h.f}}
+	st := Stores{Orders: h.f, Payments: h.f, Refunds: h.f, Keys: h.f, Findings: h.f, Letters: letters{h.f}, Customers: h.f}
 	c, err := New(st, Options{Tokens: []string{"another-token-0123456789", token}, TemporalUI: "http://ui.test:8233", Namespace: "ns",
 		Now: func() time.Time { return h.now }}, slog.New(slog.NewJSONHandler(h.logs, nil)))
 	if err != nil {
@@ -393,7 +418,7 @@ func TestActionsAreLoggedByTokenDigest(t *testing.T) {
 // A token under 16 characters, or none, is no console.
 func TestNewRefusesWeakTokens(t *testing.T) {
 	f := &fakes{}
-	st := Stores{Orders: f, Payments: f, Refunds: f, Keys: f, Findings: f, Letters: letters{f}}
+	st := Stores{Orders: f, Payments: f, Refunds: f, Keys: f, Findings: f, Letters: letters{f}, Customers: f}
 	for _, toks := range [][]string{nil, {"short"}, {token, "short"}} {
 		if _, err := New(st, Options{Tokens: toks}, slog.Default()); err == nil {
 			t.Errorf("tokens %q: a console", toks)
@@ -420,5 +445,42 @@ func TestLongFieldsAreCutInTheList(t *testing.T) {
 	letter := h.do("GET", "/dlq/0:5", nil, ck)
 	if letter.Code != http.StatusOK || !strings.Contains(letter.Body.String(), `<td id="event">`+h.f.longID+`</td>`) {
 		t.Fatalf("the letter's page lacks its whole id: %d", letter.Code)
+	}
+}
+
+// An order's page shows its customer's ID opened, "[erased]" once the customer
+// is erased, and a plain one (placed before sealing) as it is: never the sealed
+// value. Without a customers' store there is no console.
+func TestOrderPageOpensTheCustomer(t *testing.T) {
+	key, err := personal.NewKey(personal.NewKeyID(), "acme", personal.NewRaw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := key.Seal("cus_opened")
+	for name, c := range map[string]struct {
+		customer string
+		erased   bool
+		want     string
+	}{
+		"sealed": {sealed, false, "<td>cus_opened</td>"},
+		"erased": {sealed, true, "<td>[erased]</td>"},
+		"plain":  {"", false, "<td>cus_shown</td>"},
+	} {
+		h := newHarness(t)
+		h.f.customer, h.f.key, h.f.erased = c.customer, key, c.erased
+		ck, _ := h.login(t, token)
+		w := h.do("GET", "/orders/"+orderID, nil, ck)
+		body := w.Body.String()
+		if w.Code != http.StatusOK || !strings.Contains(body, "<tr><th>Customer</th>"+c.want) {
+			t.Errorf("%s: %d, want the customer %s:\n%s", name, w.Code, c.want, body)
+		}
+		if strings.Contains(body, sealed) || strings.Contains(body, "pd1.") {
+			t.Errorf("%s: the page shows the sealed value", name)
+		}
+	}
+	f := &fakes{}
+	if _, err := New(Stores{Orders: f, Payments: f, Refunds: f, Keys: f, Findings: f, Letters: letters{f}},
+		Options{Tokens: []string{token}}, slog.Default()); err == nil {
+		t.Error("a console without a customers' store")
 	}
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -118,6 +119,11 @@ func (c *Console) timelineOf(r *http.Request, o orderstore.Located) (timeline, e
 	ctx := r.Context()
 	t := timeline{Order: o, WorkflowURL: c.workflowURL(o.WorkflowID)}
 	t.Order.Failure = redact.Secrets(o.Failure)
+	customer, err := c.stores.Customers.Shown(ctx, o.Tenant, o.CustomerID)
+	if err != nil {
+		return t, fmt.Errorf("open the order's customer: %w", err)
+	}
+	t.Order.CustomerID = customer // never the sealed value
 	req, err := c.request(r, o)
 	if err != nil {
 		return t, err

@@ -1,6 +1,7 @@
 // Package operator is the command line an operator runs against orderflow's
 // fleet: the worker's commands (bootstrap, reconcile report, findings, tenants,
-// orders show and repair, dead letters, shadow) and the API's (keys, limits).
+// orders show and repair, dead letters, shadow, customers' erasures) and the
+// API's (keys, limits).
 // A binary that runs orderflow's API or worker from its own main package
 // appends them to its own serve and migrate commands, so it answers to the same
 // commands as orderflow's binaries.
@@ -11,6 +12,7 @@ package operator
 
 import (
 	"io"
+	"os"
 
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -74,6 +76,9 @@ func WorkerCommandsWith(getenv func(string) string, stdout, stderr io.Writer, x 
 		dlqPurgeCommand(getenv, stdout, x),
 		dlqRedriveCommand(getenv, stdout, x),
 		shadowCommand(getenv, stdout, stderr, x),
+		customersReceiptCommand(getenv, os.Stdin, stdout, stderr),
+		customersKeyCommand(getenv, stdout),
+		customersReapplyCommand(getenv, stdout, stderr),
 	}
 }
 

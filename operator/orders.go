@@ -28,7 +28,8 @@ func ordersShowCommand(getenv func(string) string, stdout io.Writer) cli.Command
 	var tenant string
 	var out cli.Format
 	return cli.Command{Name: "orders show", Args: "ID|KEY [--tenant T] [-o json]",
-		Summary: "show an order by ID, or by Idempotency-Key or eventId (every tenant's unless --tenant), with its payments, refunds, findings and workflow (DATABASE_URL, TEMPORAL_UI_URL, TEMPORAL_NAMESPACE)",
+		Summary: "show an order by ID, or by Idempotency-Key or eventId (every tenant's unless --tenant), with its payments, refunds, findings and workflow " +
+			"(DATABASE_URL, PAYLOAD_KEYS to open its customer's ID, TEMPORAL_UI_URL, TEMPORAL_NAMESPACE)",
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&tenant, "tenant", "", "only this tenant's order (a key is per tenant)")
 			cli.OutputFlag(fs, &out)
@@ -49,7 +50,9 @@ func ordersShowCommand(getenv func(string) string, stdout io.Writer) cli.Command
 }
 
 // orderView is an order as orders show prints it: what the API shows of it, and
-// what only an operator sees (its tenant, workflow, payments and findings).
+// what only an operator sees (its tenant, workflow, payments and findings). Its
+// customer ID is opened ("[erased]" once the customer is, "[sealed]" without
+// PAYLOAD_KEYS), never the sealed value.
 type orderView struct {
 	Tenant         string        `json:"tenant"`
 	ID             string        `json:"id"`
@@ -108,7 +111,7 @@ func (u temporalUI) link(workflowID string) string {
 
 func ordersShow(ctx context.Context, getenv func(string) string, ref, tenant string, out cli.Format, stdout io.Writer) error {
 	e := config.New(getenv)
-	dsn := e.Required("DATABASE_URL")
+	dsn, keys := e.Required("DATABASE_URL"), e.String("PAYLOAD_KEYS", "")
 	ui := temporalUI{base: e.String("TEMPORAL_UI_URL", ""), namespace: e.String("TEMPORAL_NAMESPACE", "default")}
 	if err := e.Err(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -118,6 +121,12 @@ func ordersShow(ctx context.Context, getenv func(string) string, ref, tenant str
 		return err
 	}
 	defer pool.Close()
+	var customers customerIDs = sealedIDs{}
+	if keys != "" {
+		if customers, err = customerKeys(ctx, pool, keys); err != nil {
+			return err
+		}
+	}
 	found, err := locate(ctx, pool, ref, tenant)
 	if err != nil {
 		return err
@@ -130,7 +139,7 @@ func ordersShow(ctx context.Context, getenv func(string) string, ref, tenant str
 	}
 	views := make([]orderView, 0, len(found))
 	for _, l := range found {
-		v, err := viewOf(ctx, pool, l, ui)
+		v, err := viewOf(ctx, pool, customers, l, ui)
 		if err != nil {
 			return err
 		}

@@ -12,11 +12,37 @@ import (
 	"github.com/orderflow/orderflow/payments/ledger"
 	"github.com/orderflow/orderflow/payments/reconcile"
 	"github.com/orderflow/orderflow/payments/refundstore"
+	"github.com/orderflow/orderflow/platform/personal"
 )
 
+// customerIDs open an order's customer ID for an operator (custkeys.Store):
+// personal.Erased once the customer is erased, a plain ID (an order placed
+// before IDs were sealed) as it is.
+type customerIDs interface {
+	Shown(ctx context.Context, tenant, value string) (string, error)
+}
+
+// sealedIDs are customerIDs without the payload keys: a sealed ID shows as
+// "[sealed]", never as its sealed value.
+type sealedIDs struct{}
+
+// sealed is a customer ID shown without the keys that open it.
+const sealed = "[sealed]"
+
+func (sealedIDs) Shown(_ context.Context, _, value string) (string, error) {
+	if personal.IsSealed(value) {
+		return sealed, nil
+	}
+	return value, nil
+}
+
 // viewOf reads what each owning store holds of the order l.
-func viewOf(ctx context.Context, pool *pgxpool.Pool, l orderstore.Located, ui temporalUI) (orderView, error) {
-	v := orderView{Tenant: l.Tenant, ID: l.ID, Status: string(l.Status), CustomerID: l.CustomerID, Currency: l.Currency,
+func viewOf(ctx context.Context, pool *pgxpool.Pool, customers customerIDs, l orderstore.Located, ui temporalUI) (orderView, error) {
+	customer, err := customers.Shown(ctx, l.Tenant, l.CustomerID)
+	if err != nil {
+		return orderView{}, fmt.Errorf("open the customer of %s: %w", l.ID, err)
+	}
+	v := orderView{Tenant: l.Tenant, ID: l.ID, Status: string(l.Status), CustomerID: customer, Currency: l.Currency,
 		Amount: l.Amount, AmountRefunded: l.AmountRefunded, Items: l.Items, PaymentRef: l.PaymentRef, Failure: l.Failure,
 		Dispute: l.Dispute, CreatedAt: l.CreatedAt.UTC(), UpdatedAt: l.UpdatedAt.UTC(), WorkflowID: l.WorkflowID,
 		WorkflowURL: ui.link(l.WorkflowID), Payments: []paymentView{}, Refunds: []refundView{}}

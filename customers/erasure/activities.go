@@ -128,7 +128,7 @@ func (a *Activities) ErasureDestroy(ctx context.Context, in Input) (custkeys.Des
 // (Ed25519 signatures are deterministic).
 func (a *Activities) ErasureSign(ctx context.Context, in Input, f Found, d custkeys.Destroyed, at time.Time) (receipt.Signed, error) {
 	r := receipt.Receipt{ID: in.ID, Tenant: in.Tenant, CustomerHash: hex.EncodeToString(in.CustomerHash),
-		ErasedAt: at.UTC().Truncate(time.Second), Stores: stores(f)}
+		ErasedAt: at.UTC().Truncate(time.Second), Stores: stores(f), Keys: []receipt.Key{}}
 	for _, k := range d.Keys {
 		r.Keys = append(r.Keys, receipt.Key{ID: k.ID, Fingerprint: k.Fingerprint, DestroyedAt: k.At.UTC()})
 	}

@@ -53,8 +53,7 @@ type Key struct {
 }
 
 // Signed is a receipt and its signature: the Ed25519 signature of the receipt's
-// compact JSON, so re-indenting the document does not break it and changing any
-// value does.
+// canonical JSON (see Verify).
 type Signed struct {
 	Receipt   json.RawMessage `json:"receipt"`
 	Signature string          `json:"signature"` // base64
@@ -80,24 +79,29 @@ func Sign(r Receipt, priv ed25519.PrivateKey) (Signed, error) {
 // ErrForged is a receipt whose signature does not match its content or key.
 var ErrForged = errors.New("receipt signature does not verify")
 
-// Verify checks s against pub and returns its receipt.
+// Verify checks s against pub and returns its receipt. The signature is over
+// the receipt's canonical JSON: its fields in this package's order, as
+// encoding/json writes them (Sign's bytes). So a receipt stored where JSON is
+// rewritten (PostgreSQL's jsonb reorders keys), re-indented or re-encoded still
+// verifies, and a changed, added or removed value does not.
 func Verify(s Signed, pub ed25519.PublicKey) (Receipt, error) {
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, s.Receipt); err != nil {
-		return Receipt{}, fmt.Errorf("receipt: not JSON: %w", err)
-	}
 	sig, err := base64.StdEncoding.DecodeString(s.Signature)
 	if err != nil || len(sig) != ed25519.SignatureSize {
 		return Receipt{}, fmt.Errorf("%w: malformed signature", ErrForged)
 	}
-	if !ed25519.Verify(pub, compact.Bytes(), sig) {
-		return Receipt{}, ErrForged
-	}
 	var r Receipt
-	dec := json.NewDecoder(bytes.NewReader(compact.Bytes()))
+	dec := json.NewDecoder(bytes.NewReader(s.Receipt))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
+		// A field no receipt has was added after signing: as forged as a changed one.
+		return Receipt{}, fmt.Errorf("%w: %v", ErrForged, err)
+	}
+	canonical, err := json.Marshal(r)
+	if err != nil {
 		return Receipt{}, fmt.Errorf("receipt: %w", err)
+	}
+	if !ed25519.Verify(pub, canonical, sig) {
+		return Receipt{}, ErrForged
 	}
 	if r.SigningKey != KeyID(pub) {
 		return Receipt{}, fmt.Errorf("%w: signed by %s, checked with %s", ErrForged, r.SigningKey, KeyID(pub))

@@ -192,3 +192,24 @@ func TestAPublishedKeyParsesBackAndMustMatchItsID(t *testing.T) {
 		}
 	}
 }
+
+// PostgreSQL's jsonb, where the deployment keeps the erasure's answer, stores an
+// object's keys sorted by length and name: the receipt read back still verifies.
+func TestAReceiptWithItsKeysReorderedVerifies(t *testing.T) {
+	pub, priv := newSigner(t)
+	s := sign(t, erasure(), priv)
+	var asMap map[string]any
+	if err := json.Unmarshal(s.Receipt, &asMap); err != nil {
+		t.Fatal(err)
+	}
+	reordered, err := json.Marshal(asMap) // encoding/json sorts a map's keys
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(reordered, s.Receipt) {
+		t.Fatal("reordering changed nothing: the test proves nothing")
+	}
+	if _, err := receipt.Verify(receipt.Signed{Receipt: reordered, Signature: s.Signature}, pub); err != nil {
+		t.Fatalf("a receipt with its keys reordered: %v", err)
+	}
+}

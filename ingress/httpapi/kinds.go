@@ -95,7 +95,13 @@ func (a *api) kindRoutes(r chi.Router, kinds []KindRoute) {
 // deleteKind starts k's request for DELETE /v1/{Deletes}/{id}: the body is
 // {"DeleteField": id}, whatever the client sent.
 func (a *api) deleteKind(w http.ResponseWriter, r *http.Request, k KindRoute) {
-	id := chi.URLParam(r, "id")
+	// The ID is checked as every path's is (400 invalid-path), before it makes
+	// the body: a long one would otherwise answer 413 to a request without one.
+	id, p := pathID(r)
+	if p != nil {
+		writeProblem(w, r, *p)
+		return
+	}
 	body, _ := json.Marshal(map[string]string{k.DeleteField: id}) // a map of strings always encodes
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))

@@ -280,7 +280,7 @@ func (a *api) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	a.Logger.ErrorContext(r.Context(), what+" failed", "request_id", middleware.GetReqID(r.Context()), "err", err)
 	detail := what + " is unavailable; retry later"
-	if r.Method == http.MethodPost && r.Header.Get("Idempotency-Key") != "" {
+	if (r.Method == http.MethodPost || r.Method == http.MethodDelete) && r.Header.Get("Idempotency-Key") != "" {
 		detail = what + " is unavailable; retry with the same Idempotency-Key"
 	}
 	writeProblem(w, r, withRetry(newProblem(kindUnavailable, detail), 2))

@@ -101,7 +101,7 @@ func (g *gate) retryAfter(now time.Time) int {
 func shed(l ShedLimits, reg prometheus.Registerer) func(http.Handler) http.Handler {
 	posts, waiters := &gate{max: int64(l.Posts)}, &gate{max: int64(l.Waiters)}
 	shed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "orderflow_http_shed_total", Help: "POSTs refused with 503 before any work because the process was at its bound, by bound (posts, waiters).",
+		Name: "orderflow_http_shed_total", Help: "POSTs and DELETEs refused with 503 before any work because the process was at its bound, by bound (posts, waiters).",
 	}, []string{"bound"})
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "orderflow_http_posts_in_flight", Help: "POSTs in flight under the shedding bounds, waiters included.",
@@ -109,7 +109,7 @@ func shed(l ShedLimits, reg prometheus.Registerer) func(http.Handler) http.Handl
 	reg.MustRegister(shed, inFlight)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
+			if r.Method != http.MethodPost && r.Method != http.MethodDelete { // a DELETE starts a workflow too
 				next.ServeHTTP(w, r)
 				return
 			}
