@@ -79,6 +79,7 @@ func WorkerCommandsWith(getenv func(string) string, stdout, stderr io.Writer, x 
 		customersReceiptCommand(getenv, os.Stdin, stdout, stderr),
 		customersKeyCommand(getenv, stdout),
 		customersReapplyCommand(getenv, stdout, stderr),
+		customersRewrapCommand(getenv, stdout),
 	}
 }
 

@@ -37,7 +37,7 @@ func TestEachBinaryGetsEveryOperatorCommand(t *testing.T) {
 	none := func(string) string { return "" }
 	worker := names(WorkerCommands(none, io.Discard, io.Discard))
 	want := []string{"bootstrap", "reconcile report", "findings list", "findings ack", "tenants list", "orders show", "orders repair",
-		"dlq list", "dlq show", "dlq purge", "dlq redrive", "shadow", "customers receipt", "customers key", "customers reapply"}
+		"dlq list", "dlq show", "dlq purge", "dlq redrive", "shadow", "customers receipt", "customers key", "customers reapply", "customers rewrap"}
 	if !slices.Equal(worker, want) {
 		t.Errorf("worker commands %q, want %q", worker, want)
 	}
