@@ -206,6 +206,7 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, se
 	go budget.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
 	opts := c.Consumer
 	opts.Budget = budget
+	opts.Customers = consumer.NewCustomers(base.Pool, p.Customers)
 	all := []ingress.Kind{orders.ForEvents(setup, c.Policy), refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter())}
 	for _, k := range kinds {
 		ik, err := k.Ingress(p)
@@ -225,7 +226,7 @@ func newConsole(c settings.Worker, base *platform.Base, customers *custkeys.Stor
 		return nil, nil, nil
 	}
 	w := kafkaclient.NewWriter(c.Kafka, "") // a redrive names each message's topic
-	letters := console.KafkaLetters{Cluster: c.Kafka, Writer: w, Redrives: consumer.NewRedrives(base.Pool), Keys: base.Codec, Logger: logger,
+	letters := console.KafkaLetters{Cluster: c.Kafka, Writer: w, Redrives: consumer.NewRedrives(base.Pool), Keys: base.Codec, Customers: customers, Logger: logger,
 		Options: consumer.RedriveOptions{DLQTopic: c.DLQTopic, RequestsTopic: c.RequestsTopic, Kinds: operator.LetterKinds(kinds...), Progress: 1000}}
 	h, err := console.New(console.Stores{Orders: orderstore.New(base.Pool), Payments: ledger.New(base.Pool),
 		Refunds: refundstore.New(base.Pool), Keys: idempotency.New(base.Pool, 0, 0), Findings: reconcile.NewStore(base.Pool),

@@ -38,7 +38,10 @@ type KafkaLetters struct {
 	Writer   consumer.Writer         // without a topic of its own
 	Redrives *consumer.Redrives
 	Keys     consumer.Sealer
-	Logger   *slog.Logger
+	// Customers open the letters sealed under a customer's key (nil: such a
+	// letter is not shown, nor redriven).
+	Customers consumer.Revealer
+	Logger    *slog.Logger
 }
 
 // List describes at most limit letters and whom each speaks for, never their
@@ -67,6 +70,9 @@ func (k KafkaLetters) Show(ctx context.Context, partition int, offset int64) (co
 		return consumer.LetterInfo{}, kafka.Message{}, false, err
 	}
 	orig, whole, err := consumer.Open(m, k.Keys)
+	if err == nil { // an erased customer's letter reads personal.Erased
+		orig, _, err = consumer.Reveal(ctx, m, orig, k.Customers)
+	}
 	if err != nil {
 		return consumer.LetterInfo{}, kafka.Message{}, false, fmt.Errorf("open dead letter %d:%d: %w", partition, offset, err)
 	}
@@ -77,7 +83,7 @@ func (k KafkaLetters) Show(ctx context.Context, partition int, offset int64) (co
 // Redrive re-publishes the letters, each once (consumer.Redrive).
 func (k KafkaLetters) Redrive(ctx context.Context, sel []consumer.Selector, dryRun bool) (consumer.RedriveSummary, error) {
 	o := k.Options
-	o.Select, o.DryRun = sel, dryRun
+	o.Select, o.DryRun, o.Customers = sel, dryRun, k.Customers
 	return consumer.Redrive(ctx, k.Cluster, o, k.Writer, k.Redrives, k.Keys, k.Logger)
 }
 

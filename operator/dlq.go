@@ -19,6 +19,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/consumer"
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
+	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/database"
 	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
@@ -186,6 +187,9 @@ func dlqShow(ctx context.Context, getenv func(string) string, at letterAt, stdou
 		return err
 	}
 	orig, whole, err := consumer.Open(m, codec)
+	if err == nil {
+		orig, err = revealLetter(ctx, e.String("DATABASE_URL", ""), m, orig, codec)
+	}
 	if err != nil {
 		return fmt.Errorf("open dead letter %d:%d: %w", m.Partition, m.Offset, err)
 	}
@@ -196,6 +200,29 @@ func dlqShow(ctx context.Context, getenv func(string) string, at letterAt, stdou
 	// Who reads a sealed letter is on record wherever the process's stderr goes.
 	slog.New(slog.NewJSONHandler(stderr, nil)).Info("dead letter shown", "topic", dlq, "partition", m.Partition, "offset", m.Offset)
 	return printLetter(stdout, info, orig, whole)
+}
+
+// revealLetter opens the layer of a letter sealed under its customer's key,
+// with the customer keys in the database at url; an erased customer's letter
+// reads personal.Erased. Other letters need no database.
+func revealLetter(ctx context.Context, url string, m, orig kafka.Message, codec *payloadcodec.Codec) (kafka.Message, error) {
+	if !consumer.Describe(m).Personal {
+		return orig, nil
+	}
+	if url == "" {
+		return kafka.Message{}, cli.Usagef("this letter is sealed under its customer's data key: set DATABASE_URL to open it with the customer keys")
+	}
+	pool, err := database.Open(ctx, url, 2, nil)
+	if err != nil {
+		return kafka.Message{}, err
+	}
+	defer pool.Close()
+	customers, err := custkeys.Open(ctx, pool, codec)
+	if err != nil {
+		return kafka.Message{}, err
+	}
+	orig, _, err = consumer.Reveal(ctx, m, orig, customers)
+	return orig, err
 }
 
 // printLetter writes a letter's provenance, its original headers and key, and
@@ -306,6 +333,9 @@ func redrive(ctx context.Context, getenv func(string) string, opts consumer.Redr
 		return err
 	}
 	defer pool.Close()
+	if opts.Customers, err = custkeys.Open(ctx, pool, codec); err != nil {
+		return err
+	}
 	w := kafkaclient.NewWriter(cluster, "")
 	defer w.Close()
 	sum, err := consumer.Redrive(ctx, cluster, opts, w, consumer.NewRedrives(pool), codec, logger)

@@ -92,6 +92,10 @@ type Options struct {
 	// event over it waits, never dropped or dead-lettered, and gives its in-flight
 	// slot to the other tenants' events meanwhile.
 	Budget Budget
+	// Customers seals the dead letter of an event naming a customer under the
+	// customer's data key too, so erasing the customer erases it (nil: the
+	// deployment's keys alone).
+	Customers *Customers
 }
 
 // Budget is each tenant's request budget (*quota.Limiter).

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/platform/personal"
 	"github.com/orderflow/orderflow/platform/redact"
 )
 
@@ -34,6 +35,12 @@ const (
 	// HeaderSealed marks a value encrypted with the payload keys (it may hold a
 	// card token and a customer ID); a redrive opens it.
 	HeaderSealed = "dlq.value.sealed"
+	// HeaderPersonal marks a value sealed, inside the payload keys' layer, under
+	// its customer's data key, and names the key's tenant: readers open it with
+	// the customer keys (Reveal); once the customer is erased, nothing does. The
+	// letter's key and headers that named the customer are sealed so too, and
+	// whom it speaks for is in its dlq.ce_* headers.
+	HeaderPersonal = "dlq.value.personal"
 )
 
 // Sealer encrypts what a dead letter keeps of a value, and opens it again: the
@@ -58,15 +65,24 @@ const (
 
 // deadLetter sends a poison message to the dead-letter topic with where it came
 // from and why; once written, the message counts as settled and is committed.
+// A letter of an event naming a customer is sealed under the customer's key
+// first, and recorded (Options.Customers).
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, cause error) error {
-	dl, err := deadLetterOf(m, cause, c.opts.Group, time.Now(), maxDeadLetterBytes, c.seal)
+	layer, err := c.customerLayer(ctx, m)
+	if err == nil && layer != nil {
+		err = c.opts.Customers.record(ctx, layer, m)
+	}
+	if err != nil { // a letter that names its customer is never written in the clear: retried
+		return fmt.Errorf("dead-letter partition %d offset %d: %w", m.Partition, m.Offset, err)
+	}
+	dl, err := sealLetter(m, cause, c.opts.Group, time.Now(), maxDeadLetterBytes, c.seal, layer)
 	if err == nil {
 		err = c.dlq.WriteMessages(ctx, dl)
 	}
 	if tooLarge(err) {
 		// The broker takes less than the default: keep the provenance and the
 		// value's digest only.
-		if dl, err = deadLetterOf(m, cause, c.opts.Group, time.Now(), 0, c.seal); err == nil {
+		if dl, err = sealLetter(m, cause, c.opts.Group, time.Now(), 0, c.seal, layer); err == nil {
 			err = c.dlq.WriteMessages(ctx, dl)
 		}
 	}
@@ -74,7 +90,8 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, cause error)
 		return fmt.Errorf("dead-letter partition %d offset %d: %w", m.Partition, m.Offset, err)
 	}
 	c.m.deadLettered.Inc()
-	c.logger.WarnContext(ctx, "poison message dead-lettered", "partition", m.Partition, "offset", m.Offset, "reason", redact.Secrets(cause.Error()))
+	c.logger.WarnContext(ctx, "poison message dead-lettered", "partition", m.Partition, "offset", m.Offset,
+		"reason", layer.reason(redact.Secrets(cause.Error())))
 	return nil
 }
 
@@ -84,7 +101,14 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, cause error)
 // and keeps as much of the value's start as fits, sealed, with the whole value's
 // length and digest in HeaderValueBytes and HeaderValueSHA256.
 func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, limit int, seal Sealer) (kafka.Message, error) {
-	reason := redact.Secrets(cause.Error())
+	return sealLetter(m, cause, group, now, limit, seal, nil)
+}
+
+// sealLetter is deadLetterOf with the customer layer l (nil: none): the value,
+// and the key and headers that name the customer, are sealed under the
+// customer's key first, and the error text does not name the customer.
+func sealLetter(m kafka.Message, cause error, group string, now time.Time, limit int, seal Sealer, l *customerLayer) (kafka.Message, error) {
+	reason := l.reason(redact.Secrets(cause.Error()))
 	if len(reason) > maxErrorText {
 		reason = truncate(reason, maxErrorText) + "…"
 	}
@@ -97,12 +121,13 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 		{Key: HeaderFailedAt, Value: []byte(now.UTC().Format(time.RFC3339Nano))},
 		{Key: HeaderSealed, Value: []byte("1")},
 	}
-	provenance = append(provenance, structuredProvenance(m)...)
-	sealed, err := seal.Seal(m.Value)
+	provenance = append(provenance, l.headers(structuredProvenance(m))...)
+	provenance = append(provenance, l.provenance()...)
+	sealed, err := seal.Seal(l.value(m.Value))
 	if err != nil {
 		return kafka.Message{}, fmt.Errorf("seal dead letter: %w", err)
 	}
-	dl := kafka.Message{Key: m.Key, Value: sealed, Headers: append(slices.Clone(m.Headers), provenance...)}
+	dl := kafka.Message{Key: l.text(m.Key, "key"), Value: sealed, Headers: append(l.headers(m.Headers), provenance...)}
 	if messageBytes(dl) <= limit {
 		return dl, nil
 	}
@@ -110,12 +135,20 @@ func deadLetterOf(m kafka.Message, cause error, group string, now time.Time, lim
 	dl = kafka.Message{Headers: append(provenance,
 		kafka.Header{Key: HeaderValueBytes, Value: []byte(strconv.Itoa(len(m.Value)))},
 		kafka.Header{Key: HeaderValueSHA256, Value: []byte(hex.EncodeToString(sum[:]))})}
-	keep := m.Value[:min(len(m.Value), max(0, limit-messageBytes(dl)-sealOverhead))]
-	if dl.Value, err = seal.Seal(keep); err != nil {
+	room := max(0, limit-messageBytes(dl)-sealOverhead)
+	if l != nil { // base64 makes the customer's layer a third larger
+		room = max(0, room*3/4-personalOverhead)
+	}
+	keep := m.Value[:min(len(m.Value), room)]
+	if dl.Value, err = seal.Seal(l.value(keep)); err != nil {
 		return kafka.Message{}, fmt.Errorf("seal dead letter: %w", err)
 	}
 	return dl, nil
 }
+
+// personalOverhead is what a customer's key adds to a value, from above: the
+// pd1 prefix and key ID, the nonce and the tag.
+const personalOverhead = 128
 
 // structuredProvenance is, for a CloudEvent in structured mode, its identity
 // attributes and tenant as dlq.ce_* headers: the value they sit in is sealed, and
@@ -182,11 +215,20 @@ type RedriveSummary struct {
 	OtherTopic int // from a topic other than the requests topic: refused
 	Cut        int // value kept only in part: cannot be rebuilt
 	Unselected int // not among the letters asked for
+	Erased     int // sealed under the key of a customer since erased: refused
+	Locked     int // sealed under a customer's key, and no customer keys to open it: refused
 }
 
 func (s RedriveSummary) String() string {
-	return fmt.Sprintf("dead letters read: %d, redriven: %d, redriven before: %d, refused (another topic): %d, value cut: %d, not selected: %d",
+	out := fmt.Sprintf("dead letters read: %d, redriven: %d, redriven before: %d, refused (another topic): %d, value cut: %d, not selected: %d",
 		s.Read, s.Redriven, s.Before, s.OtherTopic, s.Cut, s.Unselected)
+	if s.Erased > 0 {
+		out += fmt.Sprintf(", refused (customer erased): %d", s.Erased)
+	}
+	if s.Locked > 0 {
+		out += fmt.Sprintf(", refused (sealed under a customer's key; no customer keys given): %d", s.Locked)
+	}
+	return out
 }
 
 // RedriveOptions say which dead letters go back where.
@@ -204,6 +246,9 @@ type RedriveOptions struct {
 	// DryRun counts what would be redriven (Redriven), writing and recording
 	// nothing.
 	DryRun bool
+	// Customers open the letters sealed under a customer's key (nil: such
+	// letters are refused, counted in Locked).
+	Customers Revealer
 }
 
 // Redrive re-publishes the dead letters present in the dead-letter topic when it
@@ -326,7 +371,7 @@ func Purge(ctx context.Context, cluster kafkaclient.Cluster, opts PurgeOptions, 
 			sum.Before++
 			return nil
 		case !opts.DryRun:
-			if err := done.Purge(ctx, letter, m, eventIDOf(out.Value), opts.By); err != nil {
+			if err := done.Purge(ctx, letter, m, letterEventID(m, out), opts.By); err != nil {
 				return err
 			}
 		}
@@ -381,6 +426,8 @@ func Describe(m kafka.Message) LetterInfo {
 			li.Group = v
 		case HeaderSealed:
 			li.Sealed = true
+		case HeaderPersonal:
+			li.Personal = true
 		case HeaderValueSHA256:
 			li.Whole = false
 		}
@@ -401,16 +448,71 @@ type LetterInfo struct {
 	Sealed        bool      `json:"sealed"`
 	Whole         bool      `json:"whole"`
 	Bytes         int       `json:"bytes"`
+	// Personal is a value sealed under its customer's data key too: erasing
+	// the customer erases it.
+	Personal bool `json:"personal"`
 	// Identity is whom the letter speaks for: only Identify, which opens the
 	// value, fills it.
 	Identity Identity `json:"identity"`
 }
 
 // Open is the message a dead letter was made from, its value opened with keys
-// when sealed; whole is false for a letter that kept only its value's start.
+// when sealed; whole is false for a letter that kept only its value's start. A
+// letter sealed under its customer's key (HeaderPersonal) stays sealed so:
+// Reveal opens it.
 func Open(m kafka.Message, keys Sealer) (out kafka.Message, whole bool, err error) {
 	out, _, whole, err = original(m, keys)
 	return out, whole, err
+}
+
+// Revealer opens values sealed under a customer's data key (*custkeys.Store);
+// personal.ErrErased once the customer was erased.
+type Revealer interface {
+	Reveal(ctx context.Context, tenant, value string) (string, error)
+}
+
+// ErrLocked is a letter sealed under a customer's key read without the
+// customer keys.
+var ErrLocked = errors.New("dead letter sealed under its customer's data key: the customer keys (DATABASE_URL) are needed to open it")
+
+// Reveal opens what the dead letter dl sealed under its customer's key in out,
+// the message Open rebuilt from it: its value, and its key and headers that
+// named the customer. A letter of an erased customer comes back with
+// personal.Erased in their place, and erased true; a letter not sealed so comes
+// back as it is.
+func Reveal(ctx context.Context, dl, out kafka.Message, customers Revealer) (revealed kafka.Message, erased bool, err error) {
+	tenant, ok := header(dl.Headers, HeaderPersonal)
+	if !ok {
+		return out, false, nil
+	}
+	if customers == nil {
+		return kafka.Message{}, false, ErrLocked
+	}
+	open := func(b []byte) ([]byte, error) {
+		if !personal.IsSealed(string(b)) {
+			return b, nil
+		}
+		v, err := customers.Reveal(ctx, tenant, string(b))
+		if errors.Is(err, personal.ErrErased) {
+			erased = true
+			return []byte(personal.Erased), nil
+		}
+		return []byte(v), err
+	}
+	revealed = kafka.Message{Headers: make([]kafka.Header, len(out.Headers))}
+	if revealed.Value, err = open(out.Value); err == nil {
+		revealed.Key, err = open(out.Key)
+	}
+	for i, h := range out.Headers {
+		revealed.Headers[i].Key = h.Key
+		if err == nil {
+			revealed.Headers[i].Value, err = open(h.Value)
+		}
+	}
+	if err != nil {
+		return kafka.Message{}, false, fmt.Errorf("open dead letter %d:%d under its customer's key: %w", dl.Partition, dl.Offset, err)
+	}
+	return revealed, erased, nil
 }
 
 // redriveOne sends one dead letter back, unless it is not to be.
@@ -431,7 +533,20 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 		sum.OtherTopic++
 		return nil
 	}
-	letter := letterOf(m, out.Value)
+	letter, event := letterOf(m, out.Value), letterEventID(m, out)
+	// The customer's layer is opened before anything is recorded: a letter
+	// whose customer was erased is never sent, whatever was done with it.
+	plain, erased, err := Reveal(ctx, m, out, opts.Customers)
+	switch {
+	case errors.Is(err, ErrLocked):
+		sum.Locked++
+		return nil
+	case err != nil:
+		return err
+	case erased:
+		sum.Erased++
+		return nil
+	}
 	already, err := done.Done(ctx, letter)
 	if err != nil {
 		return err
@@ -444,15 +559,32 @@ func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Wri
 		sum.Redriven++
 		return nil
 	}
-	out.Topic = opts.RequestsTopic
-	if err := w.WriteMessages(ctx, out); err != nil {
-		return fmt.Errorf("re-publish %s/%d@%d to %s: %w", m.Topic, m.Partition, m.Offset, out.Topic, err)
+	plain.Topic = opts.RequestsTopic
+	if err := w.WriteMessages(ctx, plain); err != nil {
+		return fmt.Errorf("re-publish %s/%d@%d to %s: %w", m.Topic, m.Partition, m.Offset, plain.Topic, err)
 	}
-	if err := done.Record(ctx, letter, m, eventIDOf(out.Value)); err != nil {
+	if err := done.Record(ctx, letter, m, event); err != nil {
 		return err
 	}
 	sum.Redriven++
 	return nil
+}
+
+// letterEventID is the eventId a dead letter's record keeps: read from its
+// value, or, for an envelope sealed under its customer's key, from its
+// dlq.ce_id header (customerLayer.provenance).
+func letterEventID(dl, out kafka.Message) string {
+	if id := eventIDOf(out.Value); id != "" {
+		return id
+	}
+	if _, ok := header(dl.Headers, HeaderPersonal); !ok || isStructured(out) || hasHeader(out.Headers, ceHeaderPrefix+"specversion") {
+		return ""
+	}
+	id, _ := header(dl.Headers, "dlq.ce_id")
+	if personal.IsSealed(id) { // it named the customer
+		return ""
+	}
+	return id
 }
 
 // original rebuilds the message a dead letter was made from: its key, value

@@ -100,14 +100,16 @@ func (t *Tracing) Flush(logger *slog.Logger) {
 func (t *Tracing) Tracer() trace.Tracer { return t.Provider.Tracer(Name) }
 
 // Handler traces an HTTP server: a server span per request, joined to the caller's
-// trace when it sends traceparent.
+// trace when it sends traceparent. The span records the request's path without
+// its query, and a customer's ID in it as {id} (scrubbed).
 func (t *Tracing) Handler(h http.Handler, operation string) http.Handler {
-	return otelhttp.NewHandler(h, operation, otelhttp.WithTracerProvider(t.Provider), otelhttp.WithPropagators(t.Propagator))
+	return otelhttp.NewHandler(h, operation, otelhttp.WithTracerProvider(scrubbed{tp: t.Provider}), otelhttp.WithPropagators(t.Propagator))
 }
 
-// Transport traces an HTTP client and sends traceparent.
+// Transport traces an HTTP client and sends traceparent; its spans' URLs are
+// scrubbed as the server's are.
 func (t *Tracing) Transport(base http.RoundTripper) http.RoundTripper {
-	return otelhttp.NewTransport(base, otelhttp.WithTracerProvider(t.Provider), otelhttp.WithPropagators(t.Propagator))
+	return otelhttp.NewTransport(base, otelhttp.WithTracerProvider(scrubbed{tp: t.Provider}), otelhttp.WithPropagators(t.Propagator))
 }
 
 // Temporal is the SDK's tracing interceptor: workflow starts, runs, activities,
