@@ -136,18 +136,35 @@ image:
 ## ROWS: the rows scenario 10 adds to each grown table (10 million: the scenario takes
 ## about 30 minutes and 21 GB of disk); ONLY=1,5: those scenarios; PROFILE=cluster measures the cluster profile;
 ## OVERLOAD: how long scenario 13 offers each of 1x, 2x and 5x the capacity it finds
-## (docs/capacity.md). The run ends its open workflows and deletes its tenants'
-## rows, and prints what it left behind (0 orders, 0 workflows)
+## (docs/capacity.md); scenario 14 runs orders on the api and worker of
+## PERSONAL_BASE beside this build's. The run ends its open workflows and deletes
+## its tenants' rows, and prints what it left behind (0 orders, 0 workflows)
 N ?= 500
 C ?= 16
 ROWS ?= 10000000
 ONLY ?=
 OVERLOAD ?= 5m
+# The last build before personal values were sealed: scenario 14 measures an
+# order's CPU on its api and worker beside this build's. Built once per ref from a
+# worktree outside the checkout (removed after: no second copy of the sources
+# under .stack for the tests that read the tree); where the ref is not in the
+# history (a tarball) or does not build, the bench says so and skips the scenario.
+PERSONAL_BASE ?= 914bffc
 bench: stack-up
 	mkdir -p $(STACK)/bin
 	$(GO) build -o $(STACK)/bin/ ./cmd/api ./cmd/worker ./cmd/paysim ./cmd/bench
 	cd bench/dbos && $(GO) build -o $(STACK)/bin/dbosbench .
-	ORDERFLOW_STACK_ENV=$(STACK)/env $(STACK)/bin/bench -n $(N) -c $(C) -rows $(ROWS) -only '$(ONLY)' -overload $(OVERLOAD) -bin $(STACK)/bin -out bench/results
+	if ! ref=$$(git rev-parse --verify --quiet '$(PERSONAL_BASE)^{commit}' 2>/dev/null); then \
+	  rm -rf $(STACK)/bin-base; echo "bench: $(PERSONAL_BASE) is not in this checkout's history: scenario 14 is skipped"; \
+	elif [ "$$(cat $(STACK)/bin-base/REVISION 2>/dev/null)" != "$$ref" ]; then \
+	  rm -rf $(STACK)/bin-base; src=$$(mktemp -d); git worktree prune; \
+	  { git worktree add --quiet --detach $$src/orderflow $$ref && \
+	    (cd $$src/orderflow && $(GO) build -o $(STACK)/bin-base/ ./cmd/api ./cmd/worker) && echo $$ref > $(STACK)/bin-base/REVISION; } || \
+	    { rm -rf $(STACK)/bin-base; echo "bench: $(PERSONAL_BASE) does not build: scenario 14 is skipped"; }; \
+	  git worktree remove --force $$src/orderflow 2>/dev/null; rm -rf $$src; git worktree prune; \
+	fi
+	ORDERFLOW_STACK_ENV=$(STACK)/env $(STACK)/bin/bench -n $(N) -c $(C) -rows $(ROWS) -only '$(ONLY)' -overload $(OVERLOAD) \
+	  -bin $(STACK)/bin -base $(STACK)/bin-base -out bench/results
 	$(GO) test -tags stack -run '^$$' -bench . -benchmem ./ingress/...
 
 ## soak: load at 0.8x the capacity (found by a ramp) on both ingresses for DURATION

@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	b.stack, b.rows = o.stack, o.rows
+	b.stack, b.rows, b.base = o.stack, o.rows, o.base
 	defer b.close()
 	// Whatever happened, the run leaves nothing in the stack make run shares.
 	defer func() {
@@ -123,11 +123,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 
 // options are the bench's flags.
 type options struct {
-	n, conc, rows          int
-	bins, out, only, stack string
-	level, rampStep        time.Duration
-	plan                   soakPlan
-	soakRate               float64
+	n, conc, rows                int
+	bins, base, out, only, stack string
+	level, rampStep              time.Duration
+	plan                         soakPlan
+	soakRate                     float64
 }
 
 func parseFlags(args []string) (options, error) {
@@ -136,6 +136,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.n, "n", 500, "operations per scenario")
 	fs.IntVar(&o.conc, "c", 16, "concurrent clients (and in-flight messages per partition)")
 	fs.StringVar(&o.bins, "bin", ".stack/bin", "folder with the api, worker and paysim binaries")
+	fs.StringVar(&o.base, "base", "", "folder with the api and worker binaries of the build before per-customer keys (scenario 14; skipped when empty or missing)")
 	fs.StringVar(&o.out, "out", "bench/results", "folder of the JSON reports")
 	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,5); all when empty")
 	fs.IntVar(&o.rows, "rows", 10_000_000, "rows scenario 10 adds to each of idempotency_keys, processed_events and orders")
@@ -183,6 +184,7 @@ func (b *bench) steps(o options) []step {
 		{"11", b.refunds, false, false},
 		{"12", one(b.fleetBudget), false, false},
 		{"13", func(ctx context.Context) ([]Result, error) { return b.overloaded(ctx, o.level, o.rampStep) }, false, false},
+		{"14", b.personal, false, false},
 	}
 }
 
@@ -248,6 +250,8 @@ func finish(stdout io.Writer, rep Report, out, only string) error {
 	ratio(rep.Results, "6. end to end (HTTP until PAID)", "6a. baseline: raw workflow, 1 no-op activity")
 	alsoRatio(rep.Results, "6. end to end (HTTP until PAID)", "6b. baseline: raw workflow, order's shape (4 no-op activities)")
 	ratio(rep.Results, "6e. end to end, eager dispatch (EAGER_DISPATCH=true)", "6. end to end (HTTP until PAID)")
+	ratio(rep.Results, newThis, newBefore)
+	ratio(rep.Results, returningThis, returningBefore)
 	latencyRatio(rep.Results, "8b. at rest: POST, Prefer: wait → 201 PAID", "8e. baseline: raw Update-with-Start, order's shape, answered after the charge")
 	rep.Figures = append(figures(rep.Results), growthFigures(rep.Results)...)
 
@@ -432,6 +436,13 @@ func figures(rs []Result) []Figure {
 	unfairA, ok2 := find(rs, "9f. ")
 	if ok1 && ok2 {
 		ratioOf("seconds to pay A's flood, fair task queues (vs without)", fairA.Seconds, unfairA.Seconds, 1.1, "≤ 1.1x")
+	}
+	for _, p := range []struct{ who, before, this string }{{"new customers", newBefore, newThis}, {"returning customers", returningBefore, returningThis}} {
+		before, ok1 := find(rs, p.before)
+		this, ok2 := find(rs, p.this)
+		if ok1 && ok2 {
+			ratioOf("CPU per order with per-customer keys, "+p.who+" (ratio to the build before)", cpuTotal(this), cpuTotal(before), 1.10, "≤ 1.10×")
+		}
 	}
 	return out
 }

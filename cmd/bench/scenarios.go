@@ -142,7 +142,14 @@ func (b *bench) replayed(key string) error {
 
 // paidWithin places an order and waits for it to be PAID: 201.
 func (b *bench) paidWithin(key string, wait time.Duration) error {
-	p, err := b.placeAs(b.api, key, wait)
+	return b.paidBy(benchOrder.CustomerID, key, wait)
+}
+
+// paidBy is paidWithin for an order of the given customer.
+func (b *bench) paidBy(customer, key string, wait time.Duration) error {
+	req := benchOrder
+	req.CustomerID = customer
+	p, err := b.api.PlaceOrder(context.Background(), req, orderflow.WithWait(wait), orderflow.WithKey(key))
 	if err == nil && (!p.Finished || p.Status != orderflow.Paid) {
 		err = fmt.Errorf("%s: not paid: %s", key, p.Status)
 	}
@@ -372,11 +379,16 @@ func (b *bench) withEager(ctx context.Context, scenario func(context.Context) (R
 }
 
 func (b *bench) endToEndAs(ctx context.Context, name, prefix string) (Result, error) {
+	return b.endToEndBy(ctx, name, prefix, func(int) string { return benchOrder.CustomerID })
+}
+
+// endToEndBy is endToEndAs with order i placed by customer(i).
+func (b *bench) endToEndBy(ctx context.Context, name, prefix string, customer func(i int) string) (Result, error) {
 	key := func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
 	b.sampleHistories(name, func(i int) string { return order.WorkflowID(b.tenant, order.FromHTTP, key(i)) })
 	cpuBefore := b.cpuSeconds()
 	lat, total, err := measure(b.n, b.conc, func(i int) error {
-		return b.paidWithin(key(i), 30*time.Second)
+		return b.paidBy(customer(i), key(i), 30*time.Second)
 	})
 	if err != nil {
 		return Result{Scenario: name}, err

@@ -46,7 +46,8 @@ type bench struct {
 	topics  map[string]string // role -> topic name
 	apiURL  string
 	simURL  string
-	bins    string
+	bins    string // the folder the api and worker start from (scenario 14 swaps it)
+	base    string // the api and worker of the build before per-customer keys (scenario 14)
 	procs   []*testkit.Proc
 	procEnv map[string]string
 	workerN int
