@@ -108,7 +108,7 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		Intake:  orderAPI,
 		Refunds: refunds.NewService(refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()), orderAPI),
 		Quota:   limits, Shed: c.Shed, ProblemBase: c.ProblemBase, MaxBodyBytes: int64(c.MaxBodyBytes), Tracing: traces,
-		Webhooks: hooks, Kinds: kindRoutes, Keyed: orderAPI,
+		Webhooks: hooks, Kinds: kindRoutes, Keyed: orderAPI, Personal: customers,
 	}
 	if err := httpapi.CheckKinds(d); err != nil {
 		return nil, err

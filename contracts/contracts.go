@@ -28,6 +28,7 @@ const Base = "https://orderflow.dev/schemas/"
 const (
 	Order      = "orders.requested/v1/order.json"
 	Refund     = "orders.requested/v1/refund.json"
+	Erasure    = "orders.requested/v1/erasure.json"
 	Envelope   = "orders.requested/v1/envelope.json"
 	CloudEvent = "orders.requested/v1/cloudevent.json"
 	// EventsDir holds one schema per outbound event type, named by the type.

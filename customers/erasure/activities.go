@@ -37,6 +37,9 @@ const openStatuses = `('PENDING', 'PAYMENT_PENDING', 'PAYMENT_UNKNOWN', 'PAYMENT
 // Open counts the customer's orders whose money can still move, and refunds of
 // the customer's orders still in flight.
 func (a *Activities) ErasureOpen(ctx context.Context, in Input) (int, error) {
+	if err := a.record(ctx, in); err != nil {
+		return 0, err
+	}
 	var n int
 	err := a.db.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM orders WHERE tenant = $1 AND customer_hash = $2 AND status IN `+openStatuses+`)
@@ -140,10 +143,27 @@ func (a *Activities) ErasureSign(ctx context.Context, in Input, f Found, d custk
 	if err != nil {
 		return receipt.Signed{}, fmt.Errorf("encode the erasure's answer: %w", err)
 	}
+	if err := a.record(ctx, in); err != nil {
+		return receipt.Signed{}, err
+	}
 	if _, err := a.records.Move(ctx, in.Tenant, in.WorkflowID, StatusErased, true, body); err != nil {
 		return receipt.Signed{}, err
 	}
 	return signed, nil
+}
+
+// record writes the erasure's record, WAITING, unless it has one: the Kafka
+// ingress writes none (the HTTP path does, before its client hears of it), and
+// Move moves only a record that exists. Sign asks again, for a run that was
+// past its first look when this came.
+func (a *Activities) record(ctx context.Context, in Input) error {
+	body, err := json.Marshal(Answer{ID: in.ID, Status: StatusWaiting})
+	if err != nil {
+		return fmt.Errorf("encode the erasure's answer: %w", err)
+	}
+	_, err = a.records.Record(ctx, records.Record{Tenant: in.Tenant, Kind: KindName, ID: in.ID, WorkflowID: in.WorkflowID,
+		Status: StatusWaiting, Fingerprint: in.Print, Body: body})
+	return err
 }
 
 // Answer is what a client reads of an erasure: its receipt once erased.

@@ -119,6 +119,9 @@ func (a *api) getKind(w http.ResponseWriter, r *http.Request, k KindRoute) {
 		return
 	}
 	v, err := k.Get(r.Context(), tenantOf(r.Context()), id)
+	if err == nil && a.Personal != nil {
+		v.Body, err = a.Personal.ShownIn(r.Context(), tenantOf(r.Context()), v.Body)
+	}
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, v.Body)

@@ -76,6 +76,14 @@ func (a *api) keyed(w http.ResponseWriter, r *http.Request, location string, dec
 // answer writes the outcome of a keyed POST.
 func (a *api) answer(w http.ResponseWriter, r *http.Request, location string, out intake.Result) {
 	var refused *ingress.Refusal
+	if (out.Kind == intake.Created || out.Kind == intake.Replayed) && a.Personal != nil {
+		body, err := a.Personal.ShownIn(r.Context(), tenantOf(r.Context()), out.Body)
+		if err != nil {
+			a.unavailable(w, r, &intake.UnavailableError{What: "customer keys", Err: err})
+			return
+		}
+		out.Body = body
+	}
 	switch out.Kind {
 	case intake.Created:
 		if out.StartTook > 0 {

@@ -79,6 +79,16 @@ type Deps struct {
 	// started through Keyed.
 	Kinds []KindRoute
 	Keyed Keyed
+	// Personal opens the personal values an answer holds sealed (a stored
+	// answer keeps them sealed under their customer's key) for the client it
+	// goes to: "[erased]" once the customer was erased (nil: answers as stored).
+	Personal Personal
+}
+
+// Personal opens the sealed values in a JSON answer of a tenant's
+// (*custkeys.Store).
+type Personal interface {
+	ShownIn(ctx context.Context, tenant string, body []byte) ([]byte, error)
 }
 
 // NewServer returns the API's handler; d's kinds have passed CheckKinds.

@@ -67,6 +67,25 @@ func (r Revealing) Decode(p []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	return out, nil
 }
 
+// ShownIn is body, a JSON document of tenant's, with each sealed value in it
+// shown as Shown shows it. A body without one is returned as it is, unread
+// beyond a scan.
+func (s *Store) ShownIn(ctx context.Context, tenant string, body []byte) ([]byte, error) {
+	if !sealedJSON.Match(body) {
+		return body, nil
+	}
+	var failed error
+	out := sealedJSON.ReplaceAllFunc(body, func(m []byte) []byte {
+		v, err := s.Shown(ctx, tenant, string(m[1:len(m)-1]))
+		if err != nil {
+			failed = err
+			return m
+		}
+		return []byte(strconv.Quote(v))
+	})
+	return out, failed
+}
+
 // ShownAny is Shown for a sealed value of any tenant (its key names it).
 func (s *Store) ShownAny(ctx context.Context, value string) (string, error) {
 	id, ok := personal.KeyID(value)
