@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS customer_letters (
     created_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant, customer_hash, topic, event_id)
 );
+-- Retention prunes them oldest first (REDRIVES_RETENTION).
+CREATE INDEX IF NOT EXISTS customer_letters_created ON customer_letters (created_at);
 
 -- The keyed hash of an order's customer: what GET /v1/orders?customer_id= and an
 -- erasure find it by, and what stays when the customer is erased. NULL on rows

@@ -105,6 +105,9 @@ func (r Retentions) Rules() []Rule {
 		{Table: "webhook_events", Column: "received_at", Keep: r.Webhooks},
 		{Table: "dlq_redriven_letters", Column: "redriven_at", Keep: r.Redrives},
 		{Table: "reconcile_findings", Column: "found_at", Keep: r.Findings},
+		// A customer's dead letter is counted for an erasure while the letter can
+		// still be in the dead-letter topic, as a redrive's record is.
+		{Table: "customer_letters", Column: "created_at", Keep: r.Redrives},
 	}
 	if r.Orders > 0 {
 		// Payments reference their order: both go in one statement, and the

@@ -61,6 +61,10 @@ func seed(t *testing.T, n int) map[string]func() (old, recent int) {
 		SELECT 'charge_without_order', 'reported', $1, $1 || '-' || i,
 		       CASE WHEN i <= $2 THEN now() - interval '91 days' ELSE now() - interval '89 days' END
 		FROM generate_series(1, $2 + 3) i`, tenant, n)
+	exec(`INSERT INTO customer_letters (tenant, customer_hash, topic, event_id, key_id, created_at)
+		SELECT $1, '\x01'::bytea, 'dlq', 'e' || i, 'ck_' || md5(i::text),
+		       CASE WHEN i <= $2 THEN now() - interval '31 days' ELSE now() - interval '29 days' END
+		FROM generate_series(1, $2 + 3) i`, tenant, n)
 	count := func(sql string) func() (int, int) {
 		return func() (old, recent int) {
 			if err := pool.QueryRow(ctx, sql, tenant, n).Scan(&old, &recent); err != nil {
@@ -79,6 +83,7 @@ func seed(t *testing.T, n int) map[string]func() (old, recent int) {
 		"webhook_events":       split("webhook_events", "event_id", "event_id LIKE $1 || '-%'"),
 		"dlq_redriven_letters": split("dlq_redriven_letters", "event_id", "dlq_topic = $1"),
 		"reconcile_findings":   split("reconcile_findings", "provider_id", "tenant = $1"),
+		"customer_letters":     split("customer_letters", "event_id", "tenant = $1"),
 	}
 }
 
