@@ -465,56 +465,6 @@ func Open(m kafka.Message, keys Sealer) (out kafka.Message, whole bool, err erro
 	return out, whole, err
 }
 
-// Revealer opens values sealed under a customer's data key (*custkeys.Store);
-// personal.ErrErased once the customer was erased.
-type Revealer interface {
-	Reveal(ctx context.Context, tenant, value string) (string, error)
-}
-
-// ErrLocked is a letter sealed under a customer's key read without the
-// customer keys.
-var ErrLocked = errors.New("dead letter sealed under its customer's data key: the customer keys (DATABASE_URL) are needed to open it")
-
-// Reveal opens what the dead letter dl sealed under its customer's key in out,
-// the message Open rebuilt from it: its value, and its key and headers that
-// named the customer. A letter of an erased customer comes back with
-// personal.Erased in their place, and erased true; a letter not sealed so comes
-// back as it is.
-func Reveal(ctx context.Context, dl, out kafka.Message, customers Revealer) (revealed kafka.Message, erased bool, err error) {
-	tenant, ok := header(dl.Headers, HeaderPersonal)
-	if !ok {
-		return out, false, nil
-	}
-	if customers == nil {
-		return kafka.Message{}, false, ErrLocked
-	}
-	open := func(b []byte) ([]byte, error) {
-		if !personal.IsSealed(string(b)) {
-			return b, nil
-		}
-		v, err := customers.Reveal(ctx, tenant, string(b))
-		if errors.Is(err, personal.ErrErased) {
-			erased = true
-			return []byte(personal.Erased), nil
-		}
-		return []byte(v), err
-	}
-	revealed = kafka.Message{Headers: make([]kafka.Header, len(out.Headers))}
-	if revealed.Value, err = open(out.Value); err == nil {
-		revealed.Key, err = open(out.Key)
-	}
-	for i, h := range out.Headers {
-		revealed.Headers[i].Key = h.Key
-		if err == nil {
-			revealed.Headers[i].Value, err = open(h.Value)
-		}
-	}
-	if err != nil {
-		return kafka.Message{}, false, fmt.Errorf("open dead letter %d:%d under its customer's key: %w", dl.Partition, dl.Offset, err)
-	}
-	return revealed, erased, nil
-}
-
 // redriveOne sends one dead letter back, unless it is not to be.
 func redriveOne(ctx context.Context, m kafka.Message, opts RedriveOptions, w Writer, done *Redrives, keys Sealer, sum *RedriveSummary) error {
 	sum.Read++
