@@ -250,11 +250,11 @@ func (r *rig) absentEverywhere(t *testing.T, secret string, c *customer, offsets
 		if bytes.Contains(raw, []byte(secret)) || bytes.Contains(decoded, []byte(secret)) {
 			t.Errorf("%s is in the history of %s", secret, wf)
 		}
-		desc, err := r.Temporal.DescribeWorkflowExecution(context.Background(), wf, "")
+		desc, err := r.Temporal.DescribeWorkflow(context.Background(), wf, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := proto.Marshal(desc.GetWorkflowExecutionInfo().GetSearchAttributes()); bytes.Contains(b, []byte(secret)) {
+		if b, _ := proto.Marshal(desc.RawResponse.GetWorkflowExecutionInfo().GetSearchAttributes()); bytes.Contains(b, []byte(secret)) {
 			t.Errorf("%s is in the search attributes of %s", secret, wf)
 		}
 	}

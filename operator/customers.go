@@ -121,7 +121,7 @@ func customerKeys(ctx context.Context, pool *pgxpool.Pool, keys string) (*custke
 func readReceipt(file string, stdin io.Reader) ([]byte, error) {
 	r := stdin
 	if file != "-" {
-		f, err := os.Open(file)
+		f, err := os.Open(file) //nolint:gosec // G304: the operator names the receipt to check
 		if err != nil {
 			return nil, fmt.Errorf("read the receipt: %w", err)
 		}
@@ -163,7 +163,7 @@ func publishedKey(arg string) (ed25519.PublicKey, error) {
 	if !strings.HasPrefix(v, "{") {
 		// base64 holds '/': a file is taken only if one is there.
 		if st, err := os.Stat(v); err == nil && st.Mode().IsRegular() {
-			b, err := os.ReadFile(v)
+			b, err := os.ReadFile(v) //nolint:gosec // G304: the operator names the key file
 			if err != nil {
 				return nil, err
 			}

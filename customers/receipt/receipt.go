@@ -94,7 +94,7 @@ func Verify(s Signed, pub ed25519.PublicKey) (Receipt, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		// A field no receipt has was added after signing: as forged as a changed one.
-		return Receipt{}, fmt.Errorf("%w: %v", ErrForged, err)
+		return Receipt{}, fmt.Errorf("%w: %w", ErrForged, err)
 	}
 	canonical, err := json.Marshal(r)
 	if err != nil {

@@ -102,7 +102,7 @@ func TestRequestsNamingACustomerLogNoCustomer(t *testing.T) {
 	for _, s := range spans {
 		text := s.Name
 		for _, a := range s.Attributes {
-			text += " " + string(a.Key) + "=" + a.Value.Emit()
+			text += " " + string(a.Key) + "=" + a.Value.String()
 		}
 		if strings.Contains(text, secretCustomer) || !strings.Contains(text, "url.path=/v1/") {
 			t.Errorf("span: %s", text)

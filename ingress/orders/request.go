@@ -110,11 +110,6 @@ func Fingerprint(r Request) []byte {
 	return order.Fingerprint(r.CustomerID, r.Currency, r.Items, r.PaymentMethod)
 }
 
-// orderFingerprint is the Fingerprint of the request that made o.
-func orderFingerprint(o order.Order) []byte {
-	return order.Fingerprint(o.CustomerID, o.Currency, o.Items, o.PaymentMethod)
-}
-
 // SameRequest reports whether a stored fingerprint, of any version, is r's.
 func SameRequest(stored []byte, r Request) bool {
 	if len(stored) == sha256.Size { // version 0

@@ -19,12 +19,12 @@ func spanText(s tracetest.SpanStub) string {
 	var b strings.Builder
 	b.WriteString(s.Name + "\n" + s.Status.Description + "\n")
 	for _, a := range s.Attributes {
-		b.WriteString(string(a.Key) + "=" + a.Value.Emit() + "\n")
+		b.WriteString(string(a.Key) + "=" + a.Value.String() + "\n")
 	}
 	for _, e := range s.Events {
 		b.WriteString(e.Name + "\n")
 		for _, a := range e.Attributes {
-			b.WriteString(string(a.Key) + "=" + a.Value.Emit() + "\n")
+			b.WriteString(string(a.Key) + "=" + a.Value.String() + "\n")
 		}
 	}
 	return b.String()
@@ -33,7 +33,7 @@ func spanText(s tracetest.SpanStub) string {
 func attr(s tracetest.SpanStub, key string) (string, bool) {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit(), true
+			return a.Value.String(), true
 		}
 	}
 	return "", false
