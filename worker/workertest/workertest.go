@@ -3,6 +3,7 @@
 package workertest
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -14,12 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/activities"
 	"github.com/orderflow/orderflow/ingress"
 	"github.com/orderflow/orderflow/ingress/idempotency"
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/payments/provider"
 	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/platform/custkeys"
 	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/platform/tracing"
@@ -73,8 +76,16 @@ func NewOrders(tb testing.TB) *Orders {
 func (h *Orders) StartWorker(tb testing.TB) {
 	tb.Helper()
 	writer := kafkaclient.NewWriter(h.Kafka, h.Topic)
+	acts := worker.NewActivities(h.Pool, provider.New(provider.Config{URL: h.SimURL, Timeout: 2 * time.Second}, h.Tracing.Transport(nil)), writer, prometheus.NewRegistry(), h.Tracing)
+	// Orders placed through an API process carry their payment method sealed
+	// under the customer's key: this worker opens it as cmd/worker does.
+	keys, err := custkeys.Open(context.Background(), h.Pool, h.Codec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	activities.OpenPaymentMethods(acts.Payments, keys)
 	w := worker.New(h.Temporal, worker.Options{TaskQueue: h.Queue, MaxConcurrentActivities: 50, MaxConcurrentWorkflowTasks: 20, StopTimeout: 5 * time.Second},
-		worker.NewActivities(h.Pool, provider.New(provider.Config{URL: h.SimURL, Timeout: 2 * time.Second}, h.Tracing.Transport(nil)), writer, prometheus.NewRegistry(), h.Tracing))
+		acts)
 	if err := w.Start(); err != nil {
 		tb.Fatal(err)
 	}
