@@ -48,10 +48,13 @@ func Workflow(ctx workflow.Context, in Input) (receipt.Signed, error) {
 	if err := workflow.ExecuteActivity(ctx, a.ErasureDestroy, in).Get(ctx, &keys); err != nil {
 		return receipt.Signed{}, err
 	}
-	// Another process may still hold the key in its cache this long; the receipt
-	// says the data is gone only once no process can read it.
-	if err := workflow.Sleep(ctx, custkeys.CacheTTL()); err != nil {
-		return receipt.Signed{}, err
+	// Another process may still hold a key in its cache this long; the receipt
+	// says the data is gone only once no process can read it. A customer that
+	// never had a key has nothing cached anywhere.
+	if len(keys.Keys) > 0 {
+		if err := workflow.Sleep(ctx, custkeys.CacheTTL()); err != nil {
+			return receipt.Signed{}, err
+		}
 	}
 	var signed receipt.Signed
 	err := workflow.ExecuteActivity(ctx, a.ErasureSign, in, found, keys, workflow.Now(ctx)).Get(ctx, &signed)

@@ -223,3 +223,17 @@ func TestAStepThatFailsForAWhileIsRetried(t *testing.T) {
 		t.Fatalf("calls %v, want %v", s.calls, want)
 	}
 }
+
+// A customer that never had a key (nothing sealed, nothing cached anywhere) is
+// erased without the keys' cache wait; one that had keys waits it.
+func TestACustomerWithoutKeysIsErasedWithoutTheCacheWait(t *testing.T) {
+	s := newSteps(t)
+	s.open = []int{0}
+	s.keys = custkeys.Destroyed{}
+	if _, err := s.run(testInput); err != nil {
+		t.Fatal(err)
+	}
+	if gap := s.at("ErasureSign").Sub(s.at("ErasureDestroy")); gap >= time.Second {
+		t.Fatalf("signed %s after destroying no key, want at once", gap)
+	}
+}
