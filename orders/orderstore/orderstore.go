@@ -273,7 +273,7 @@ type Unsettled struct {
 // Order is the order as its workflow is started with.
 func (u Unsettled) Order() order.Order {
 	return order.Order{ID: u.ID, Tenant: u.Tenant, WorkflowID: u.WorkflowID, CustomerID: u.CustomerID,
-		Items: u.Items, Amount: u.Amount, Currency: u.Currency, CustomerHash: u.CustomerHash}
+		Items: u.Items, Amount: u.Amount, Currency: u.Currency, CustomerHash: u.CustomerHash, Print: u.Fingerprint}
 }
 
 // Unsettled returns up to limit orders not yet settled (PENDING or waiting on
