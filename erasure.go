@@ -32,7 +32,7 @@ func (erasures) Ingress(p Platform) (ingress.Kind, error) {
 		Prefix:   "era_",
 		Envelope: ingress.Envelope{Field: "erasure", CloudEventType: "dev.orderflow.CustomerErasureRequested.v1"},
 		Decode:   dec.Decode,
-		Workflow: erasure.Workflow,
+		Workflow: erasure.EraseCustomer,
 		Input: func(tenant, workflowID, id string, req ingress.Request) erasure.Input {
 			r := req.(erasure.Request)
 			return erasure.Input{Tenant: tenant, WorkflowID: workflowID, ID: id,
@@ -47,7 +47,7 @@ func (erasures) Ingress(p Platform) (ingress.Kind, error) {
 }
 
 // Workflows registers the erasure workflow.
-func (erasures) Workflows(r sdkworker.WorkflowRegistry) { r.RegisterWorkflow(erasure.Workflow) }
+func (erasures) Workflows(r sdkworker.WorkflowRegistry) { r.RegisterWorkflow(erasure.EraseCustomer) }
 
 // Activities are the erasure's steps.
 func (erasures) Activities(p Platform) ([]any, error) {

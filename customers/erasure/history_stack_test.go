@@ -49,7 +49,7 @@ func TestAnErasureOnTheRealStack(t *testing.T) {
 	recs := records.NewStore(pool)
 	queue := stacktest.Name("erasure")
 	w := sdkworker.New(temporal, queue, sdkworker.Options{})
-	w.RegisterWorkflow(erasure.Workflow)
+	w.RegisterWorkflow(erasure.EraseCustomer)
 	w.RegisterActivity(erasure.NewActivities(pool, keys, recs))
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestAnErasureOnTheRealStack(t *testing.T) {
 		Status: erasure.StatusWaiting, Fingerprint: in.Print, Body: json.RawMessage(`{"status":"WAITING"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.WorkflowID, TaskQueue: queue}, erasure.Workflow, in)
+	run, err := temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.WorkflowID, TaskQueue: queue}, erasure.EraseCustomer, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func replayAndRecord(t *testing.T, codec *payloadcodec.Codec, name string, hist 
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayer.RegisterWorkflow(erasure.Workflow)
+	replayer.RegisterWorkflow(erasure.EraseCustomer)
 	if err := replayer.ReplayWorkflowHistory(tlog.NewStructuredLogger(stacktest.Logger(t)), hist); err != nil {
 		t.Fatalf("replay %s: %v", name, err)
 	}

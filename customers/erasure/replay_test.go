@@ -12,7 +12,7 @@ import (
 
 // TestReplayRecordedHistories replays erasures' histories recorded from the real
 // server (TestAnErasureOnTheRealStack with ORDERFLOW_RECORD_HISTORIES=1): a change
-// to Workflow that would break running erasures fails here.
+// to EraseCustomer that would break running erasures fails here.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "erasure_*.json"))
 	if err != nil {
@@ -25,7 +25,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflow(Workflow)
+			r.RegisterWorkflow(EraseCustomer)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
 				t.Fatal(err)
 			}

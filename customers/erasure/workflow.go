@@ -19,8 +19,8 @@ const (
 // maxWait is the longest pause between two looks at the customer's open orders.
 const maxWait = 10 * time.Minute
 
-// Workflow erases a customer and answers the signed receipt.
-func Workflow(ctx workflow.Context, in Input) (receipt.Signed, error) {
+// EraseCustomer erases a customer and answers the signed receipt.
+func EraseCustomer(ctx workflow.Context, in Input) (receipt.Signed, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},

@@ -47,7 +47,7 @@ func newSteps(t *testing.T) *steps {
 		found: Found{Orders: 3, ReplayBodies: 2, Events: 1, Refunds: 1, Letters: 4, Histories: 4},
 		keys:  custkeys.Destroyed{Keys: []custkeys.DestroyedKey{{ID: "ck_0123456789abcdef0123456789abcdef", Fingerprint: "ab12", At: at}}},
 		sign:  receipt.Signed{Receipt: []byte(`{"id":"era_01"}`), Signature: "c2ln"}}
-	st.env.RegisterWorkflow(Workflow)
+	st.env.RegisterWorkflow(EraseCustomer)
 	st.env.RegisterActivity(st.acts)
 	return st
 }
@@ -87,7 +87,7 @@ func (s *steps) run(in Input) (receipt.Signed, error) {
 			s.mu.Unlock()
 			return s.sign, s.called("ErasureSign")
 		})
-	s.env.ExecuteWorkflow(Workflow, in)
+	s.env.ExecuteWorkflow(EraseCustomer, in)
 	if !s.env.IsWorkflowCompleted() {
 		return receipt.Signed{}, errors.New("the workflow did not complete")
 	}
