@@ -49,10 +49,18 @@ func (r *rig) restore(t *testing.T, file string) {
 	if out, err := exec.Command("pg_restore", "--data-only", "--disable-triggers", "--file="+script, file).CombinedOutput(); err != nil {
 		t.Fatalf("pg_restore: %v: %s", err, out)
 	}
-	out, err := exec.Command("psql", "--single-transaction", "--quiet", "--set=ON_ERROR_STOP=1", "--dbname="+r.Env["DATABASE_URL"],
-		"--command=TRUNCATE "+strings.Join(tables, ", "), "--file="+script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("restore: %v: %s", err, out)
+	// The services write while the tables are truncated: PostgreSQL may end the
+	// restore as one side of a deadlock, which rolls it back whole; an operator
+	// runs it again, and so does this.
+	for attempt := 1; ; attempt++ {
+		out, err := exec.Command("psql", "--single-transaction", "--quiet", "--set=ON_ERROR_STOP=1", "--dbname="+r.Env["DATABASE_URL"],
+			"--command=TRUNCATE "+strings.Join(tables, ", "), "--file="+script).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(string(out), "deadlock detected") || attempt == 5 {
+			t.Fatalf("restore: %v: %s", err, out)
+		}
 	}
 }
 
