@@ -21,7 +21,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/orderflow/orderflow/customers/erasure"
 	"github.com/orderflow/orderflow/customers/receipt"
@@ -300,7 +299,7 @@ func (r *rig) histories(t *testing.T, wf string) (raw, decoded []byte) {
 		}
 		b, _ := proto.Marshal(ev)
 		raw = append(raw, b...)
-		payloadsOf(ev, func(p *commonpb.Payload) {
+		stacktest.WalkPayloads(ev, func(p *commonpb.Payload) {
 			out, err := r.Codec.Decode([]*commonpb.Payload{p})
 			if err != nil {
 				t.Fatalf("decode a payload of %s: %v", wf, err)
@@ -309,30 +308,6 @@ func (r *rig) histories(t *testing.T, wf string) (raw, decoded []byte) {
 		})
 	}
 	return raw, decoded
-}
-
-// payloadsOf calls f on every Payload inside m.
-func payloadsOf(m proto.Message, f func(*commonpb.Payload)) {
-	if p, ok := m.(*commonpb.Payload); ok {
-		f(p)
-		return
-	}
-	m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			for i := range v.List().Len() {
-				payloadsOf(v.List().Get(i).Message().Interface(), f)
-			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				payloadsOf(mv.Message().Interface(), f)
-				return true
-			})
-		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-			payloadsOf(v.Message().Interface(), f)
-		}
-		return true
-	})
 }
 
 // messagesFrom reads every message of the topic's partition 0 from offset on:

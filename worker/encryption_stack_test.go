@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
@@ -40,38 +39,13 @@ func rawHistory(t *testing.T, id string) (raw []byte, keyIDs map[string]int) {
 			t.Fatal(err)
 		}
 		raw = append(raw, b...)
-		walkPayloads(ev.ProtoReflect().Interface(), func(p *commonpb.Payload) {
+		stacktest.WalkPayloads(ev.ProtoReflect().Interface(), func(p *commonpb.Payload) {
 			if string(p.Metadata["encoding"]) == payloadcodec.Encoding {
 				keyIDs[string(p.Metadata[payloadcodec.MetaKeyID])]++
 			}
 		})
 	}
 	return raw, keyIDs
-}
-
-// walkPayloads calls f on every Payload inside m.
-func walkPayloads(m proto.Message, f func(*commonpb.Payload)) {
-	if p, ok := m.(*commonpb.Payload); ok {
-		f(p)
-		return
-	}
-	r := m.ProtoReflect()
-	r.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			for i := range v.List().Len() {
-				walkPayloads(v.List().Get(i).Message().Interface(), f)
-			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				walkPayloads(mv.Message().Interface(), f)
-				return true
-			})
-		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-			walkPayloads(v.Message().Interface(), f)
-		}
-		return true
-	})
 }
 
 // stackCodec is the codec of the stack's PAYLOAD_KEYS, which the workers use.

@@ -250,7 +250,7 @@ func replayAndRecord(t *testing.T, histories map[string]*historypb.History) {
 		}
 		if os.Getenv("ORDERFLOW_RECORD_HISTORIES") == "1" {
 			// Stored decrypted: the stack's key is its own, the fixtures are everyone's.
-			walkPayloads(hist, func(p *commonpb.Payload) {
+			stacktest.WalkPayloads(hist, func(p *commonpb.Payload) {
 				dec, err := codec.Decode([]*commonpb.Payload{p})
 				if err != nil {
 					t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/orderflow/orderflow/customers/erasure"
 	"github.com/orderflow/orderflow/customers/receipt"
@@ -156,7 +155,7 @@ func replayAndRecord(t *testing.T, codec *payloadcodec.Codec, name string, hist 
 		t.Fatalf("replay %s: %v", name, err)
 	}
 	// Decrypted: the stack's key is its own, the fixtures are everyone's.
-	walkPayloads(hist, func(p *commonpb.Payload) {
+	stacktest.WalkPayloads(hist, func(p *commonpb.Payload) {
 		dec, err := codec.Decode([]*commonpb.Payload{p})
 		if err != nil {
 			t.Fatal(err)
@@ -178,28 +177,4 @@ func replayAndRecord(t *testing.T, codec *payloadcodec.Codec, name string, hist 
 			t.Fatal(err)
 		}
 	}
-}
-
-// walkPayloads calls f on every payload in m, however deep.
-func walkPayloads(m proto.Message, f func(*commonpb.Payload)) {
-	if p, ok := m.(*commonpb.Payload); ok {
-		f(p)
-		return
-	}
-	m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			for i := range v.List().Len() {
-				walkPayloads(v.List().Get(i).Message().Interface(), f)
-			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				walkPayloads(mv.Message().Interface(), f)
-				return true
-			})
-		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-			walkPayloads(v.Message().Interface(), f)
-		}
-		return true
-	})
 }
