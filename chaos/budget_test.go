@@ -102,7 +102,8 @@ type second struct{ heavier, lighter int }
 // to use its share leaves part of the budget unspent, since the lighter's own
 // row holds it to its share (on a busy machine the workers start orders slowly,
 // and near its end the heavier's backlog thins out to the last confirms): such a
-// second tells nothing of the split, and counts in the timeline only.
+// second tells nothing of the split, and counts in the timeline only. So does
+// one the lighter did not wait through (see waited).
 func split(calls []sandbox.OrderCall, heavier, lighter map[string]bool, rate int) (h, l, full int, timeline []second) {
 	total := 0
 	for _, c := range calls {
@@ -132,12 +133,21 @@ func split(calls []sandbox.OrderCall, heavier, lighter map[string]bool, rate int
 		}
 	}
 	// The last second is cut short by the three quarters.
-	for _, s := range timeline[:max(len(timeline)-1, 0)] {
-		if s.heavier+s.lighter >= rate-1 {
+	for i, s := range timeline[:max(len(timeline)-1, 0)] {
+		if s.heavier+s.lighter >= rate-1 && waited(timeline, i) {
 			h, l, full = h+s.heavier, l+s.lighter, full+1
 		}
 	}
 	return h, l, full, timeline
+}
+
+// waited tells whether the lighter tenant had calls waiting through second i:
+// it made calls in it and in the second before. A tenant with none waiting for
+// a few seconds (its activities starved on a busy machine) stops counting in
+// the split, and the heavier is rightly given the whole budget until a share
+// read after the lighter's return: such a second tells nothing of the split.
+func waited(timeline []second, i int) bool {
+	return i > 0 && timeline[i].lighter > 0 && timeline[i-1].lighter > 0
 }
 
 // A tenant's budget (TENANT_RATE 20, TENANT_BURST 20) holds across 1, 3 and 6

@@ -445,7 +445,10 @@ func (r *rig) readEventsOnce(t *testing.T, within time.Duration) ([]activities.E
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	end := stacktest.EndOffset(t, r.Topic, 0)
-	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	// The reader retries its errors unseen; they are logged, so a read that ends
+	// at the deadline says what it met.
+	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond,
+		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) { t.Logf("events reader: "+format, args...) })})
 	defer rd.Close()
 	var out []activities.Event
 	contract := stacktest.Contract(t)

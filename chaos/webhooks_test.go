@@ -271,6 +271,7 @@ func TestChaosWebhookDeliveredHundredTimesAcrossTwoAPIs(t *testing.T) {
 	second, secondOps := stacktest.FreeAddr(t), stacktest.FreeAddr(t)
 	r.startAPIOn(t, second, secondOps, "0s")
 	id, pi := r.awaitCustomer(t, "hundred")
+	r.betweenPollReads(t, id)
 	r.customerActs(t, pi, "complete")
 	body := r.event(t, pi, "payment_intent.succeeded")
 	var wg sync.WaitGroup
@@ -302,6 +303,32 @@ func TestChaosWebhookDeliveredHundredTimesAcrossTwoAPIs(t *testing.T) {
 	if answers[200] != 100 || len(outcomes) != 1 || outcomes[0] != "woke" || deliveries != answers[200]+answers[409] || signals != 1 {
 		t.Fatalf("answers %v, outcomes %v, deliveries %d, signals %d: want 100 acknowledged, one handling, one signal", answers, outcomes, deliveries, signals)
 	}
+}
+
+// betweenPollReads waits until the order's fallback poll has just read its
+// intent and its next read is more than 5 s away (after the reads at once and
+// 5 s on, the next is 10 s away): an event delivered now is what wakes the
+// order, even on a busy machine, where the deliveries may take longer than the
+// poll's first pause.
+func (r *rig) betweenPollReads(t *testing.T, orderID string) {
+	t.Helper()
+	var wf string
+	if err := r.Pool.QueryRow(context.Background(), `SELECT workflow_id FROM orders WHERE id = $1`, orderID).Scan(&wf); err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, time.Minute, "the poll's second read of the intent", func() bool {
+		desc, err := r.Temporal.DescribeWorkflow(context.Background(), wf, "")
+		if err != nil {
+			return false
+		}
+		for _, pa := range desc.RawResponse.GetPendingActivities() {
+			next := pa.GetNextAttemptScheduleTime()
+			if pa.GetActivityType().GetName() == "AwaitIntent" && next != nil && time.Until(next.AsTime()) > 5*time.Second {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // rewrite turns a genuine event into another about the same intent: a new event

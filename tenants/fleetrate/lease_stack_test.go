@@ -80,9 +80,12 @@ func TestLeasesHoldOneRateAcrossProcesses(t *testing.T) {
 				// time the callers really asked, plus 10%). Below it, on a loaded
 				// machine, callers that cannot ask fast enough leave tokens
 				// unspent: the fake clock of TestLeasesHoldTheLimitAcrossProcesses
-				// holds the 10% there; here 20% below means a lease lost tokens.
+				// holds the 10% there; here 20% below, with requests refused,
+				// means a lease lost tokens (a machine too busy to ask for the
+				// budget is refused nothing).
 				most := int(lim.Rate*time.Since(began).Seconds()) + lim.Burst
-				if n > most*11/10 || n < want*8/10 {
+				refused := int(requests.Load()) - n
+				if n > most*11/10 || n < want*8/10 && refused > 0 {
 					t.Errorf("%d admitted in %s, want at most %d and at least %d", n, d, most*11/10, want*8/10)
 				}
 			})
