@@ -26,6 +26,7 @@ import (
 	"github.com/orderflow/orderflow/customers/receipt"
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/platform/custkeys"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
@@ -320,7 +321,7 @@ func (r *rig) messagesFrom(t *testing.T, topic string, from int64) [][]byte {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: topic, Partition: 0, MaxWait: kafkaclient.FetchWait})
 	defer rd.Close()
 	if err := rd.SetOffset(from); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"github.com/orderflow/orderflow/payments/provider"
 	"github.com/orderflow/orderflow/payments/reconcile"
 	"github.com/orderflow/orderflow/payments/sandbox"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/tenants/fairness"
 	"github.com/orderflow/orderflow/testkit/stacktest"
@@ -447,7 +448,7 @@ func (r *rig) readEventsOnce(t *testing.T, within time.Duration) ([]activities.E
 	end := stacktest.EndOffset(t, r.Topic, 0)
 	// The reader retries its errors unseen; they are logged, so a read that ends
 	// at the deadline says what it met.
-	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: 100 * time.Millisecond,
+	rd := r.Kafka.NewReader(kafka.ReaderConfig{Topic: r.Topic, Partition: 0, MaxWait: kafkaclient.FetchWait,
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) { t.Logf("events reader: "+format, args...) })})
 	defer rd.Close()
 	var out []activities.Event

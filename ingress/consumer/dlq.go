@@ -302,7 +302,7 @@ func Letters(ctx context.Context, cluster kafkaclient.Cluster, topic string, fn 
 
 // readRange calls fn with each message of the partition from first up to last.
 func readRange(ctx context.Context, cluster kafkaclient.Cluster, topic string, partition int, first, last int64, fn func(kafka.Message) error) error {
-	r := cluster.NewReader(kafka.ReaderConfig{Topic: topic, Partition: partition, MaxWait: 200 * time.Millisecond})
+	r := cluster.NewReader(kafka.ReaderConfig{Topic: topic, Partition: partition, MaxWait: kafkaclient.FetchWait})
 	defer r.Close()
 	if err := r.SetOffset(first); err != nil {
 		return fmt.Errorf("seek %s/%d: %w", topic, partition, err)

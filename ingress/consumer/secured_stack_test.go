@@ -105,7 +105,7 @@ func landedSince(t *testing.T, topic string, from map[int]int64, value []byte) b
 func landedIn(t *testing.T, topic string, p int, start int64, value []byte) bool {
 	t.Helper()
 	end := stacktest.EndOffset(t, topic, p)
-	r := stacktest.Kafka(t).NewReader(kafka.ReaderConfig{Topic: topic, Partition: p, MaxWait: 100 * time.Millisecond})
+	r := stacktest.Kafka(t).NewReader(kafka.ReaderConfig{Topic: topic, Partition: p, MaxWait: kafkaclient.FetchWait})
 	defer r.Close()
 	if err := r.SetOffset(start); err != nil {
 		t.Fatal(err)

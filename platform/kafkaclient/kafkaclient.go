@@ -112,6 +112,15 @@ func NewConsumerGroup(c Cluster, group, topic string, logger *slog.Logger) (*kaf
 	return g, nil
 }
 
+// FetchWait is the readers' MaxWait. kafka-go gives a fetch's answer until
+// MaxWait to arrive and tells the broker to wait for records a quarter less
+// (under a second) or a second less: at 250 ms an answer had 62 ms, which a
+// busy machine misses fetch after fetch (each miss a new connection), and the
+// partition stands still. At 2 s the broker waits up to a second and the answer
+// has a second more; records that are there are answered at once (MinBytes 1),
+// so it delays nothing.
+const FetchWait = 2 * time.Second
+
 // NewPartitionReader returns a reader of one partition of topic, outside any group:
 // its offset is set by the caller and nothing is committed by it. It reads
 // committed records only: records of aborted transactions and transaction markers
@@ -124,7 +133,7 @@ func NewPartitionReader(c Cluster, topic string, partition int) *PartitionReader
 		Partition:      partition,
 		MinBytes:       1,
 		MaxBytes:       4 << 20,
-		MaxWait:        250 * time.Millisecond,
+		MaxWait:        FetchWait,
 		IsolationLevel: kafka.ReadCommitted,
 	}), c: c, topic: topic, partition: partition}
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/testkit/stacktest"
 )
 
@@ -117,7 +118,7 @@ func TestStackKafkaConsumerGroupCommit(t *testing.T) {
 	newReader := func() *kafka.Reader {
 		return kafka.NewReader(kafka.ReaderConfig{
 			Brokers: brokers, GroupID: group, Topic: topic, StartOffset: kafka.FirstOffset,
-			MaxWait: 100 * time.Millisecond, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
+			MaxWait: kafkaclient.FetchWait, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
 		})
 	}
 	// First member: read everything, commit only the first four messages it saw.

@@ -330,7 +330,7 @@ func Header(m kafka.Message, key string) string {
 // if they do not arrive within 20 s.
 func Messages(tb testing.TB, topic string, want int) []kafka.Message {
 	tb.Helper()
-	r := Kafka(tb).NewReader(kafka.ReaderConfig{Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	r := Kafka(tb).NewReader(kafka.ReaderConfig{Topic: topic, Partition: 0, MaxWait: kafkaclient.FetchWait})
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
