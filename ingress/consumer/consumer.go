@@ -198,8 +198,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 // handle turns one message into at most one workflow start. A nil error means the
 // message is settled (started, duplicate, or dead-lettered) and may be committed.
-// unslotted is set once the message's handler has given its slot back (spend).
-func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool) error {
+// unslotted is set once the message's handler has given its slot back (spend);
+// sent, once an attempt's start went out without an answer.
+func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted, sent *bool) error {
 	ev, err := c.decoder.Decode(m)
 	if err == nil {
 		var known bool
@@ -227,10 +228,17 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted *bool)
 		c.m.starts.Inc()
 		c.m.startSeconds.Observe(out.StartTook.Seconds())
 	case intake.Replayed:
+		if *sent {
+			// An earlier attempt's start went out and its answer was lost (a
+			// timeout on a busy server): it is what started it, no redelivery.
+			c.m.starts.Inc()
+			break
+		}
 		c.m.duplicates.Inc()
 	case intake.Mismatch:
 		return c.deadLetter(ctx, m, fmt.Errorf("%s was used with a different %s", ev, ev.Kind.Name()))
 	case intake.Unavailable:
+		*sent = true
 		return out.Err
 	default: // never settle what was not placed
 		return fmt.Errorf("%s: unexpected intake outcome %d", ev, out.Kind)
@@ -296,10 +304,10 @@ func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
 			c.failing.Add(-1)
 		}
 	}()
-	unslotted := false
+	unslotted, sent := false, false
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		err := c.handle(ctx, m, &unslotted)
+		err := c.handle(ctx, m, &unslotted, &sent)
 		if err == nil {
 			if attempt == 1 {
 				c.m.eventSeconds.Observe(time.Since(began).Seconds())

@@ -57,10 +57,12 @@ func seed(t *testing.T, n int) map[string]func() (old, recent int) {
 		SELECT convert_to($1 || '-' || i, 'UTF8'), $1, 0, i, 'e' || i,
 		       CASE WHEN i <= $2 THEN now() - interval '31 days' ELSE now() - interval '29 days' END
 		FROM generate_series(1, $2 + 3) i`, tenant, n)
-	exec(`INSERT INTO reconcile_findings (kind, action, tenant, provider_id, found_at)
-		SELECT 'charge_without_order', 'reported', $1, $1 || '-' || i,
-		       CASE WHEN i <= $2 THEN now() - interval '91 days' ELSE now() - interval '89 days' END
-		FROM generate_series(1, $2 + 3) i`, tenant, n)
+	// Acknowledged, as old findings are: open, they would be the oldest an
+	// operator's console lists, and push out those of the tests beside this one.
+	exec(`INSERT INTO reconcile_findings (kind, action, tenant, provider_id, found_at, acknowledged_at, acknowledged_by)
+		SELECT 'charge_without_order', 'reported', $1, $1 || '-' || i, f, f, 'retention test'
+		FROM generate_series(1, $2 + 3) i,
+		     LATERAL (SELECT CASE WHEN i <= $2 THEN now() - interval '91 days' ELSE now() - interval '89 days' END) AS at(f)`, tenant, n)
 	exec(`INSERT INTO customer_letters (tenant, customer_hash, topic, event_id, key_id, created_at)
 		SELECT $1, '\x01'::bytea, 'dlq', 'e' || i, 'ck_' || md5(i::text),
 		       CASE WHEN i <= $2 THEN now() - interval '31 days' ELSE now() - interval '29 days' END
