@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
@@ -20,6 +21,7 @@ import (
 	"github.com/orderflow/orderflow/payments/provider"
 	"github.com/orderflow/orderflow/payments/refundstore"
 	"github.com/orderflow/orderflow/platform"
+	"github.com/orderflow/orderflow/platform/backlog"
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/platform/custkeys"
@@ -103,17 +105,39 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 	if err != nil {
 		return nil, err
 	}
+	shed := c.Shed
+	fleet, err := startBacklog(ctx, c.Common, base, logger)
+	if err != nil {
+		return nil, err
+	}
+	if fleet != nil { // not a typed nil in the interface
+		shed.Backlog = fleet
+	}
 	d := httpapi.Deps{
 		Logger: logger, Registry: reg, Keys: apikeys.New(base.Pool, c.KeyCacheTTL), Proxies: c.Proxies,
 		Intake:  orderAPI,
 		Refunds: refunds.NewService(refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter()), orderAPI),
-		Quota:   limits, Shed: c.Shed, ProblemBase: c.ProblemBase, MaxBodyBytes: int64(c.MaxBodyBytes), Tracing: traces,
+		Quota:   limits, Shed: shed, ProblemBase: c.ProblemBase, MaxBodyBytes: int64(c.MaxBodyBytes), Tracing: traces,
 		Webhooks: hooks, Kinds: kindRoutes, Keyed: orderAPI, Personal: customers,
 	}
 	if err := httpapi.CheckKinds(d); err != nil {
 		return nil, err
 	}
 	return httpapi.NewServer(d), nil
+}
+
+// startBacklog keeps the fleet's backlog current for the ingresses to admit by
+// (nil: BACKLOG_ACCEPT is 0, no bound).
+func startBacklog(ctx context.Context, c config.Common, base *platform.Base, logger *slog.Logger) (*backlog.Gauge, error) {
+	if c.Backlog.Accept <= 0 {
+		return nil, nil
+	}
+	g, err := backlog.New(base.Temporal, c.Backlog, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	go g.Run(ctx, logger)
+	return g, nil
 }
 
 // newWebhooks is the provider's webhook endpoint, or none without secrets.

@@ -27,6 +27,7 @@ import (
 	"github.com/orderflow/orderflow/payments/reconcile"
 	"github.com/orderflow/orderflow/payments/refundstore"
 	"github.com/orderflow/orderflow/platform"
+	"github.com/orderflow/orderflow/platform/backlog"
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/codecauth"
 	"github.com/orderflow/orderflow/platform/config"
@@ -206,6 +207,13 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, se
 	go budget.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
 	opts := c.Consumer
 	opts.Budget = budget
+	fleet, err := startBacklog(ctx, c.Common, base, logger)
+	if err != nil {
+		return nil, err
+	}
+	if fleet != nil {
+		opts.Budget = behindBacklog{fleet, budget}
+	}
 	opts.Customers = consumer.NewCustomers(base.Pool, p.Customers)
 	all := []ingress.Kind{orders.ForEvents(setup, c.Policy), refunds.New(orderstore.New(base.Pool), refundstore.New(base.Pool), setup.Starter())}
 	for _, k := range kinds {
@@ -217,6 +225,20 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, se
 	}
 	in := intake.NewConsumer(setup, c.Consumer.Group, all...)
 	return consumer.New(opts, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
+}
+
+// behindBacklog holds an event until the fleet's backlog takes it, then to its
+// tenant's budget: above the fleet's bound the events wait in the topic.
+type behindBacklog struct {
+	fleet  *backlog.Gauge
+	budget consumer.Budget
+}
+
+func (b behindBacklog) Wait(ctx context.Context, tenant string) error {
+	if err := b.fleet.Wait(ctx); err != nil {
+		return err
+	}
+	return b.budget.Wait(ctx, tenant)
 }
 
 // newConsole builds the operator console on the worker's stores and Kafka, and

@@ -32,6 +32,8 @@ func connectionMeanings() map[string]string {
 		"TEMPORAL_TLS_SERVER_CA_CERT_DATA":       "that CA itself, PEM",
 		"TEMPORAL_TLS_SERVER_NAME":               "the name the frontend's certificate carries, when not its address",
 		"TASK_QUEUE":                             "task queue of the order workflows",
+		"BACKLOG_ACCEPT":                         "how long new work may wait behind the fleet's backlog: above what the fleet closes in that time (workflows on `TASK_QUEUE` started in the last 30 s and still open, against those closed in the last 10 s), the API answers `POST`s and `DELETE`s 503 with `Retry-After` before any work and the consumer waits, leaving events in the topic ([capacity](capacity.md#what-orderflow-does-above-capacity)); 0: no bound",
+		"BACKLOG_FLOOR":                          "open workflows under which nothing is refused for the backlog, whatever the rate (an idle fleet's rate says little)",
 		"SHUTDOWN_TIMEOUT":                       "whole drain budget, under Kubernetes' 30 s; the API's must cover `DRAIN_DELAY` plus a placement's 10 s start budget",
 		"LOG_LEVEL":                              "JSON logs on stdout at this level and above",
 		"PAYLOAD_KEYS":                           "payload encryption keyring (secret): `id:base64key[,id:base64key...]`, 32-byte keys; the first encrypts, all decrypt (see [Payload encryption](operations.md#payload-encryption))",

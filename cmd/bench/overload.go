@@ -89,7 +89,11 @@ func newOverload(ctx context.Context, b *bench, prefix string, weights ...int) (
 	b.group += "-" + prefix
 	b.procEnv["CONSUMER_GROUP"] = b.group
 	b.procEnv["FAIRNESS_WEIGHTS"] = strings.Join(fair, ",")
+	delete(b.procEnv, "BACKLOG_ACCEPT") // the fleet's backlog bound, as deployed
 	if err := b.replaceWorker(o.topic); err != nil {
+		return nil, err
+	}
+	if _, err := b.restartAPI(); err != nil {
 		return nil, err
 	}
 	o.writer = &kafka.Writer{Addr: kafka.TCP(b.kafka.Brokers...), Topic: o.topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
@@ -110,6 +114,10 @@ func (o *overload) close() {
 		_ = o.writer.Close()
 	}
 	delete(o.b.procEnv, "FAIRNESS_WEIGHTS")
+	o.b.procEnv["BACKLOG_ACCEPT"] = "0"
+	if _, err := o.b.restartAPI(); err != nil {
+		fmt.Fprintf(o.b.out, "  restarting the API without the backlog bound: %v\n", err)
+	}
 }
 
 // post places one order of t with Prefer: wait and counts its answer.
@@ -317,7 +325,7 @@ func (b *bench) overloaded(ctx context.Context, levelFor, rampStep time.Duration
 	}
 	fmt.Fprintf(b.out, "  capacity: %.1f PAID orders a second (one worker)\n", capacity)
 	res := []Result{{Scenario: "13a. capacity: PAID orders a second, one worker (ramp)", N: o.made(ctx), Rate: capacity,
-		Note: fmt.Sprintf("POSTs without wait, offered rate x1.5 every %s until PAID fell under 0.8x the offered", rampStep)}}
+		Note: fmt.Sprintf("half POSTs without wait, half events, offered rate x1.5 every %s until PAID fell under 0.8x the offered", rampStep)}}
 	// Tenant b's budget is a quarter of the capacity: its excess hears 429.
 	if err := quota.NewStore(b.pool).Set(ctx, o.tenants[1].name, quota.Limit{Rate: capacity / 4, Burst: max(int(capacity/4), 1)}); err != nil {
 		return nil, err
@@ -341,8 +349,9 @@ func (b *bench) overloaded(ctx context.Context, levelFor, rampStep time.Duration
 	return res, nil
 }
 
-// capacity offers POSTs without wait at a rate growing by half every step
-// until the PAID rate falls behind; the best PAID rate seen is the capacity.
+// capacity offers the levels' mix (half POSTs, here without wait, half events)
+// at a rate growing by half every step until the PAID rate falls behind; the
+// best PAID rate seen is the capacity.
 func (o *overload) capacity(ctx context.Context, step time.Duration) (float64, error) {
 	best := 0.0
 	for rate := 10.0; rate < 5000; rate *= 1.5 {
@@ -351,7 +360,7 @@ func (o *overload) capacity(ctx context.Context, step time.Duration) (float64, e
 			return 0, err
 		}
 		began := time.Now()
-		if err := o.offer(ctx, rate, 1, step, 0, &levelStats{}); err != nil {
+		if err := o.offer(ctx, rate, 0.5, step, 0, &levelStats{}); err != nil {
 			return 0, err
 		}
 		after, err := o.paid(ctx)

@@ -99,6 +99,9 @@ func setup(ctx context.Context, env map[string]string, bins string, n, conc int,
 		"CONSUMER_IN_FLIGHT": strconv.Itoa(conc), "PAYMENTS_WEBHOOK_SECRETS": benchWebhookSecret,
 		// Scenario 10 prunes by itself, at the moment it measures.
 		"PRUNE_INTERVAL": "24h",
+		// The start scenarios measure the API with no worker: a fleet that closes
+		// nothing would refuse them past the floor. Overload runs with the bound.
+		"BACKLOG_ACCEPT": "0",
 	})
 	if err := b.start("paysim", map[string]string{"PAYSIM_ADDR": simAddr}, b.simURL+"/healthz"); err != nil {
 		return nil, err

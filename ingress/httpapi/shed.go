@@ -19,6 +19,15 @@ type ShedLimits struct {
 	// Waiters are the POSTs in flight that wait for their outcome, Prefer: wait
 	// (0: no bound).
 	Waiters int
+	// Backlog bounds the work the whole fleet has open (*backlog.Gauge; nil:
+	// no bound): above it every POST and DELETE is refused the same way.
+	Backlog Backlog
+}
+
+// Backlog admits new work while the fleet's backlog is under its bound, and
+// otherwise says in how many seconds it will be.
+type Backlog interface {
+	Admit() (retryAfter int, ok bool)
 }
 
 // Retry-After is never under a second nor over the longest Prefer: wait.
@@ -48,6 +57,13 @@ func (g *gate) enter() bool {
 		return false
 	}
 	return true
+}
+
+// cancel gives back a place taken for a request refused after all.
+func (g *gate) cancel() {
+	if g.max > 0 {
+		g.inFlight.Add(-1)
+	}
 }
 
 func (g *gate) leave() {
@@ -96,12 +112,13 @@ func (g *gate) retryAfter(now time.Time) int {
 }
 
 // shed refuses the POSTs above l's bounds with 503 and a Retry-After from the
-// rate the admitted ones finish at; other methods pass. It runs after the
-// tenant's budget, so a tenant over its own budget still hears 429.
+// rate the admitted ones finish at (the fleet's backlog: the rate the fleet
+// closes work at); other methods pass. It runs after the tenant's budget, so a
+// tenant over its own budget still hears 429.
 func shed(l ShedLimits, reg prometheus.Registerer) func(http.Handler) http.Handler {
 	posts, waiters := &gate{max: int64(l.Posts)}, &gate{max: int64(l.Waiters)}
 	shed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "orderflow_http_shed_total", Help: "POSTs and DELETEs refused with 503 before any work because the process was at its bound, by bound (posts, waiters).",
+		Name: "orderflow_http_shed_total", Help: "POSTs and DELETEs refused with 503 before any work, by bound: this process's (posts, waiters) or the fleet's backlog (backlog).",
 	}, []string{"bound"})
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "orderflow_http_posts_in_flight", Help: "POSTs in flight under the shedding bounds, waiters included.",
@@ -123,6 +140,16 @@ func shed(l ShedLimits, reg prometheus.Registerer) func(http.Handler) http.Handl
 				p.retryAfter = g.retryAfter(time.Now())
 				writeProblem(w, r, p)
 				return
+			}
+			if l.Backlog != nil {
+				if after, ok := l.Backlog.Admit(); !ok {
+					g.cancel()
+					shed.WithLabelValues("backlog").Inc()
+					p := newProblem(kindUnavailable, "the fleet has more work open than it finishes in the time it accepts, and started nothing for this request; retry after Retry-After seconds with the same Idempotency-Key")
+					p.retryAfter = after
+					writeProblem(w, r, p)
+					return
+				}
 			}
 			defer g.leave()
 			next.ServeHTTP(w, r)

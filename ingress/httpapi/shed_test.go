@@ -160,3 +160,55 @@ func TestRetryAfterFollowsTheDrainRate(t *testing.T) {
 		t.Fatalf("100 in flight at 2.5 a second: Retry-After %d, want %d", s, maxShedRetry)
 	}
 }
+
+// fleetBehind is a fleet backlog with room for free POSTs, then none.
+type fleetBehind struct{ free atomic.Int32 }
+
+func (f *fleetBehind) Admit() (int, bool) {
+	if f.free.Add(-1) >= 0 {
+		return 0, true
+	}
+	return 7, false
+}
+
+// Over the fleet's backlog a POST is answered 503 with the backlog's
+// Retry-After and never placed, whatever this process holds; a GET passes.
+func TestPostsOverTheFleetsBacklogAreShedBeforeAnyWork(t *testing.T) {
+	held := &heldIntake{release: make(chan struct{})}
+	close(held.release)
+	fleet := &fleetBehind{}
+	fleet.free.Store(1)
+	srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
+		Keys: acceptAll{}, Intake: held, MaxBodyBytes: 1 << 10, Shed: ShedLimits{Posts: 2, Waiters: 1, Backlog: fleet}}))
+	defer srv.Close()
+	if resp := shedPost(t, srv.URL, "first", true); resp == nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the POST the backlog had room for: %+v", resp)
+	}
+	for _, wait := range []bool{false, true, false} {
+		resp := shedPost(t, srv.URL, "over", wait)
+		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "7" {
+			t.Fatalf("a POST over the fleet's backlog (wait %v): %+v", wait, resp)
+		}
+	}
+	get, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/orders/ord_1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := held.placed.Load(); n != 1 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("placed %d (want the 1 admitted), GET over the backlog: %d", n, resp.StatusCode)
+	}
+	// The refused POSTs gave their places back: the process's own bound of 2
+	// would refuse a third otherwise, before the backlog is asked.
+	fleet.free.Store(2)
+	for i := range 2 {
+		if resp := shedPost(t, srv.URL, "later-"+strconv.Itoa(i), false); resp == nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST %d once the backlog has room: %+v", i, resp)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/orderflow/orderflow/platform/backlog"
 	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/platform/temporalclient"
@@ -217,6 +218,9 @@ type Common struct {
 	LogLevel          string
 	// PayloadKeys encrypt what goes into Temporal's history (secret: never logged).
 	PayloadKeys *payloadcodec.Keyring
+	// Backlog bounds the work the fleet on TaskQueue has open: the API and the
+	// consumer take no more above it.
+	Backlog backlog.Options
 }
 
 // Common reads the shared settings.
@@ -231,6 +235,7 @@ func (e *Env) Common() Common {
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
+	c.Backlog = backlog.Options{Queue: c.TaskQueue, Accept: e.Duration("BACKLOG_ACCEPT", 5*time.Second), Floor: e.Int("BACKLOG_FLOOR", 100)}
 	return c
 }
 

@@ -1,0 +1,159 @@
+// Package backlog tells how far behind the fleet that serves a task queue is,
+// so the ingresses take on no more than the fleet closes in a few seconds: the
+// API answers 503 with a Retry-After before it starts anything, and the Kafka
+// consumer waits, leaving the rest in the topic where it costs nothing. Above
+// its capacity a fleet that admits everything slows down (every open workflow
+// is work for the Temporal server), so what it admits is never paid sooner.
+//
+// The count is the fleet's, read from Temporal's visibility store once a
+// second: workflows on the queue started in the last half-minute and still
+// open (one that waits for its customer falls out of it), against how many
+// closed in the last ten seconds.
+package backlog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+)
+
+// Counter counts workflows with a visibility query (client.Client).
+type Counter interface {
+	CountWorkflow(ctx context.Context, req *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error)
+}
+
+// Options bound the backlog.
+type Options struct {
+	// Queue is the task queue of the fleet.
+	Queue string
+	// Accept is how long new work may wait behind the backlog: the bound is what
+	// the fleet closes in that time (0: no bound).
+	Accept time.Duration
+	// Floor is the least bound. An idle or small fleet's closing rate says little
+	// about what it can do, so below Floor open workflows nothing is refused.
+	Floor int
+}
+
+const (
+	window   = 30 * time.Second // open workflows started within it count
+	rateOver = 10 * time.Second // the closing rate is measured over it
+	interval = time.Second      // how often the counts are read
+	// A refused request is told to come back within [1, 30] s.
+	minRetry = 1
+	maxRetry = 30
+)
+
+// Gauge is the fleet's backlog as last read, plus what this process admitted
+// since (the next read counts those).
+type Gauge struct {
+	c   Counter
+	o   Options
+	now func() time.Time
+
+	mu       sync.Mutex
+	known    bool
+	open     int     // open workflows started within the window, at the last read
+	rate     float64 // workflows closed a second
+	admitted int     // admitted by this process since the last read
+}
+
+// New returns a gauge; Run keeps it current. A queue name with a quote or a
+// backslash is refused: it goes into a visibility query.
+func New(c Counter, o Options, now func() time.Time) (*Gauge, error) {
+	if strings.ContainsAny(o.Queue, `'"\`) {
+		return nil, fmt.Errorf("backlog: task queue %q: quotes and backslashes are not allowed", o.Queue)
+	}
+	return &Gauge{c: c, o: o, now: now}, nil
+}
+
+// Run reads the counts every second until ctx ends. A failed read forgets the
+// last one: nothing is refused on a count that may be stale (a start then fails
+// on its own if Temporal is down).
+func (g *Gauge) Run(ctx context.Context, logger *slog.Logger) {
+	if g.o.Accept <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := g.Refresh(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("backlog: counts not read; admitting without them", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh reads the counts once.
+func (g *Gauge) Refresh(ctx context.Context) error {
+	now := g.now().UTC()
+	open, err := g.count(ctx, fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running' AND StartTime > '%s'",
+		g.o.Queue, now.Add(-window).Format(time.RFC3339Nano)))
+	if err == nil {
+		var closed int
+		closed, err = g.count(ctx, fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus != 'Running' AND CloseTime > '%s'",
+			g.o.Queue, now.Add(-rateOver).Format(time.RFC3339Nano)))
+		g.set(err == nil, open, float64(closed)/rateOver.Seconds())
+	} else {
+		g.set(false, 0, 0)
+	}
+	return err
+}
+
+func (g *Gauge) set(known bool, open int, rate float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.known, g.open, g.rate, g.admitted = known, open, rate, 0
+}
+
+func (g *Gauge) count(ctx context.Context, query string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, interval)
+	defer cancel()
+	resp, err := g.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+	if err != nil {
+		return 0, fmt.Errorf("count workflows: %w", err)
+	}
+	return int(resp.GetCount()), nil
+}
+
+// Admit takes one more piece of new work if the backlog is under its bound;
+// otherwise it says in how many seconds the fleet will have closed the excess.
+func (g *Gauge) Admit() (retryAfter int, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.known || g.o.Accept <= 0 {
+		return 0, true
+	}
+	over := float64(g.open+g.admitted+1) - max(float64(g.o.Floor), g.rate*g.o.Accept.Seconds())
+	if over <= 0 {
+		g.admitted++
+		return 0, true
+	}
+	if g.rate <= 0 { // nothing closes: the fleet is down or stuck
+		return maxRetry, false
+	}
+	return min(max(int(math.Ceil(over/g.rate)), minRetry), maxRetry), false
+}
+
+// Wait blocks until Admit takes the work or ctx ends.
+func (g *Gauge) Wait(ctx context.Context) error {
+	for {
+		if _, ok := g.Admit(); ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the fleet's backlog: %w", ctx.Err())
+		case <-time.After(interval / 4):
+		}
+	}
+}

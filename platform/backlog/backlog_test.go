@@ -1,0 +1,161 @@
+package backlog
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+)
+
+// counts answers the two visibility queries with what the test set.
+type counts struct {
+	mu           sync.Mutex
+	open, closed int64
+	err          error
+	queries      []string
+}
+
+func (c *counts) CountWorkflow(_ context.Context, req *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queries = append(c.queries, req.GetQuery())
+	if c.err != nil {
+		return nil, c.err
+	}
+	if strings.Contains(req.GetQuery(), "ExecutionStatus = 'Running'") {
+		return &workflowservice.CountWorkflowExecutionsResponse{Count: c.open}, nil
+	}
+	return &workflowservice.CountWorkflowExecutionsResponse{Count: c.closed}, nil
+}
+
+func (c *counts) set(open, closed int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open, c.closed, c.err = open, closed, err
+}
+
+var at = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+
+func newGauge(t *testing.T, c *counts, o Options) *Gauge {
+	t.Helper()
+	g, err := New(c, o, func() time.Time { return at })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestTheQueriesNameTheQueueAndTheirWindows(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "orders", Accept: 5 * time.Second, Floor: 10})
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"TaskQueue = 'orders' AND ExecutionStatus = 'Running' AND StartTime > '2026-12-06T11:59:30Z'",
+		"TaskQueue = 'orders' AND ExecutionStatus != 'Running' AND CloseTime > '2026-12-06T11:59:50Z'",
+	}
+	if strings.Join(c.queries, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("queries:\n%s\nwant:\n%s", strings.Join(c.queries, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := New(c, Options{Queue: "orders' OR TaskQueue != 'x"}, time.Now); err == nil {
+		t.Fatal("a queue with a quote was taken into the query")
+	}
+}
+
+func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
+	// 20 closed in 10 s: 2 a second, so 5 s of it is 10; 8 open leave room for 2.
+	c.set(8, 20, nil)
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, ok := g.Admit(); !ok {
+			t.Fatalf("admission %d of 2 under the bound refused", i+1)
+		}
+	}
+	after, ok := g.Admit()
+	if ok {
+		t.Fatal("the 11th open workflow admitted over a bound of 10")
+	}
+	if after != 1 {
+		t.Fatalf("Retry-After %d, want 1 (one over at 2 a second)", after)
+	}
+	// The fleet is far behind: 100 over at 2 a second is 50 s, told 30 at most.
+	c.set(110, 20, nil)
+	_ = g.Refresh(context.Background())
+	if after, ok := g.Admit(); ok || after != maxRetry {
+		t.Fatalf("100 over: (%d, %v), want (%d, false)", after, ok, maxRetry)
+	}
+	// A faster fleet has a higher bound: 100 a second for 5 s is 500.
+	c.set(110, 1000, nil)
+	_ = g.Refresh(context.Background())
+	if _, ok := g.Admit(); !ok {
+		t.Fatal("110 open refused against a bound of 500")
+	}
+}
+
+func TestTheFloorHoldsWhenLittleCloses(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
+	c.set(9, 0, nil)
+	_ = g.Refresh(context.Background())
+	if _, ok := g.Admit(); !ok {
+		t.Fatal("the 10th open workflow refused under a floor of 10")
+	}
+	if after, ok := g.Admit(); ok || after != maxRetry {
+		t.Fatalf("over the floor with nothing closing: (%d, %v), want (%d, false)", after, ok, maxRetry)
+	}
+}
+
+func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
+	c.set(1000, 0, nil)
+	_ = g.Refresh(context.Background())
+	if _, ok := g.Admit(); ok {
+		t.Fatal("1000 open admitted over a floor of 1")
+	}
+	c.set(1000, 0, errors.New("visibility unavailable"))
+	if err := g.Refresh(context.Background()); err == nil {
+		t.Fatal("a failed count was not reported")
+	}
+	if _, ok := g.Admit(); !ok {
+		t.Fatal("refused on a count that could not be read")
+	}
+	off := newGauge(t, &counts{open: 1000}, Options{Queue: "q", Floor: 1})
+	_ = off.Refresh(context.Background())
+	if _, ok := off.Admit(); !ok {
+		t.Fatal("refused with BACKLOG_ACCEPT 0")
+	}
+}
+
+func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
+	c.set(5, 0, nil)
+	_ = g.Refresh(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := g.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait over the bound: %v, want its context's end", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Wait(context.Background()) }()
+	c.set(0, 0, nil)
+	_ = g.Refresh(context.Background())
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not go on once the backlog fell under the bound")
+	}
+}
