@@ -54,6 +54,7 @@ type overTenant struct {
 type levelStats struct {
 	mu                    sync.Mutex
 	lat                   []time.Duration
+	latBy                 map[string][]time.Duration // admitted POSTs' latency by tenant
 	admitted, quota, shed int
 	failed, unsent        int
 	events                int
@@ -61,9 +62,14 @@ type levelStats struct {
 	rss                   map[string]float64 // peak VmRSS (MiB) by process
 }
 
+// backlogBound is the fleet's backlog bound a run sets (BACKLOG_ACCEPT,
+// BACKLOG_FLOOR); empty: the defaults.
+type backlogBound struct{ accept, floor string }
+
 // newOverload makes the scenario's tenants and topic, and a worker that
-// consumes it in a group of its own, weighing the tenants 2 to 1.
-func newOverload(ctx context.Context, b *bench, prefix string, weights ...int) (*overload, error) {
+// consumes it in a group of its own, weighing the tenants 2 to 1; the worker and
+// the API it restarts bound the backlog as bound says.
+func newOverload(ctx context.Context, b *bench, prefix string, bound backlogBound, weights ...int) (*overload, error) {
 	o := &overload{b: b, topic: "bench-" + prefix + "-" + b.run, prefix: prefix}
 	if err := kafkaclient.CreateTopic(ctx, b.kafka, o.topic, 4, testkit.Replicas(b.env)); err != nil {
 		return nil, err
@@ -89,7 +95,12 @@ func newOverload(ctx context.Context, b *bench, prefix string, weights ...int) (
 	b.group += "-" + prefix
 	b.procEnv["CONSUMER_GROUP"] = b.group
 	b.procEnv["FAIRNESS_WEIGHTS"] = strings.Join(fair, ",")
-	delete(b.procEnv, "BACKLOG_ACCEPT") // the fleet's backlog bound, as deployed
+	delete(b.procEnv, "BACKLOG_ACCEPT")
+	for k, v := range map[string]string{"BACKLOG_ACCEPT": bound.accept, "BACKLOG_FLOOR": bound.floor} {
+		if v != "" {
+			b.procEnv[k] = v
+		}
+	}
 	if err := b.replaceWorker(o.topic); err != nil {
 		return nil, err
 	}
@@ -114,6 +125,7 @@ func (o *overload) close() {
 		_ = o.writer.Close()
 	}
 	delete(o.b.procEnv, "FAIRNESS_WEIGHTS")
+	delete(o.b.procEnv, "BACKLOG_FLOOR")
 	o.b.procEnv["BACKLOG_ACCEPT"] = "0"
 	if _, err := o.b.restartAPI(); err != nil {
 		fmt.Fprintf(o.b.out, "  restarting the API without the backlog bound: %v\n", err)
@@ -134,6 +146,10 @@ func (o *overload) post(t overTenant, st *levelStats, wait time.Duration) {
 		o.admitted.Add(1)
 		st.admitted++
 		st.lat = append(st.lat, took)
+		if st.latBy == nil {
+			st.latBy = map[string][]time.Duration{}
+		}
+		st.latBy[t.name] = append(st.latBy[t.name], took)
 	case errors.As(err, &p) && p.Status == 429:
 		st.quota++
 	case errors.As(err, &p) && p.Status == 503:
@@ -314,7 +330,9 @@ func (o *overload) made(ctx context.Context) int {
 
 // overloaded runs scenario 13: the ramp, then each level for levelFor.
 func (b *bench) overloaded(ctx context.Context, levelFor, rampStep time.Duration) ([]Result, error) {
-	o, err := newOverload(ctx, b, "overload", 2, 1)
+	// The admitted waiters are promised a second of queue: at the defaults (5 s,
+	// floor 100) a waiter at 5x waited up to its whole 10 s.
+	o, err := newOverload(ctx, b, "overload", backlogBound{accept: "1s", floor: "20"}, 2, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -400,6 +418,9 @@ func (o *overload) level(ctx context.Context, name string, rate float64, d time.
 		"Kafka lag peak %d, drained %.0f s after the last answer; RSS peak api %.0f MiB, worker %.0f MiB",
 		float64(st.admitted)/secs, float64(st.events)/secs, float64(st.quota)/secs, float64(st.shed)/secs, st.unsent, st.failed,
 		ms(r.P50ms), ms(r.P99ms), st.lagPeak, drained.Seconds(), st.rss["api"], st.rss["worker"])
+	for i, t := range o.tenants { // a (weight 2, no budget), b (weight 1, a budget)
+		r.Note += fmt.Sprintf("; tenant %c p50 %s ms", 'a'+i, ms(result("", len(st.latBy[t.name]), d, st.latBy[t.name]).P50ms))
+	}
 	fmt.Fprintf(o.b.out, "  %s\n    %s\n", r.Scenario, r.Note)
 	return r, nil
 }

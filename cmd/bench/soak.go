@@ -54,7 +54,7 @@ type sample struct {
 // the end holds the ledgers against each other and audits them.
 func (b *bench) soak(ctx context.Context, plan soakPlan, rate float64, rampStep time.Duration) error {
 	b.procEnv["PAYMENTS_TIMEOUT"] = soakTimeout.String()
-	o, err := newOverload(ctx, b, "soak", 1)
+	o, err := newOverload(ctx, b, "soak", backlogBound{}, 1)
 	if err != nil {
 		return err
 	}
