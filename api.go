@@ -136,6 +136,9 @@ func startBacklog(ctx context.Context, c config.Common, base *platform.Base, log
 	if err != nil {
 		return nil, err
 	}
+	if err := g.Register(base.Registry); err != nil {
+		return nil, err
+	}
 	go g.Run(ctx, logger)
 	return g, nil
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/workflowservice/v1"
 )
 
@@ -81,9 +82,16 @@ func (g *Gauge) Run(ctx context.Context, logger *slog.Logger) {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	failing := false // said once when reads start failing, once when they recover
 	for {
-		if err := g.Refresh(ctx); err != nil && ctx.Err() == nil {
-			logger.Warn("backlog: counts not read; admitting without them", "err", err)
+		err := g.Refresh(ctx)
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			logger.Warn("backlog: the fleet's counts are not read; admitting without them until they are", "err", err)
+			failing = true
+		case err == nil && failing:
+			logger.Info("backlog: the fleet's counts are read again")
+			failing = false
 		}
 		select {
 		case <-ctx.Done():
@@ -91,6 +99,27 @@ func (g *Gauge) Run(ctx context.Context, logger *slog.Logger) {
 		case <-t.C:
 		}
 	}
+}
+
+// Register exports the counts as last read: orderflow_fleet_open_workflows and
+// orderflow_fleet_closing_rate.
+func (g *Gauge) Register(reg prometheus.Registerer) error {
+	read := func(f func() float64) func() float64 {
+		return func() float64 { g.mu.Lock(); defer g.mu.Unlock(); return f() }
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orderflow_fleet_open_workflows",
+			Help: "Workflows on the task queue started in the last 30 s and still open, as last read (the backlog the ingresses admit by)."},
+			read(func() float64 { return float64(g.open) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orderflow_fleet_closing_rate",
+			Help: "Workflows on the task queue closed a second over the last 10 s, as last read."},
+			read(func() float64 { return g.rate })),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("backlog metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // Refresh reads the counts once.
