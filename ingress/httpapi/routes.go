@@ -122,17 +122,19 @@ func NewServer(d Deps) http.Handler {
 		if d.Quota != nil {
 			r.Use(limit(d.Quota, m))
 		}
-		r.Use(shed(d.Shed, d.Registry))
-		r.Post("/orders", a.createOrder)
+		// Shedding wraps the routes that start work, so a POST to no route still
+		// hears 404 or 405.
+		sh := r.With(shed(d.Shed, d.Registry))
+		sh.Post("/orders", a.createOrder)
 		r.Get("/orders", a.listOrders)
 		r.Get("/orders/{id}", a.getOrder)
-		r.Post("/orders/{id}/cancel", a.cancelOrder)
+		sh.Post("/orders/{id}/cancel", a.cancelOrder)
 		if d.Refunds != nil {
-			r.Post("/orders/{id}/refunds", a.createRefund)
+			sh.Post("/orders/{id}/refunds", a.createRefund)
 			r.Get("/orders/{id}/refunds", a.listRefunds)
 			r.Get("/refunds/{id}", a.getRefund)
 		}
-		a.kindRoutes(r, d.Kinds)
+		a.kindRoutes(sh, d.Kinds)
 	})
 	if d.Tracing == nil {
 		return r

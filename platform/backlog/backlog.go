@@ -37,7 +37,8 @@ type Options struct {
 	// the fleet closes in that time (0: no bound).
 	Accept time.Duration
 	// Floor is the least bound. An idle or small fleet's closing rate says little
-	// about what it can do, so below Floor open workflows nothing is refused.
+	// about what it can do, so below Floor open workflows nothing is refused; nor
+	// is anything while nothing closes.
 	Floor int
 }
 
@@ -159,16 +160,16 @@ func (g *Gauge) count(ctx context.Context, query string) (int, error) {
 func (g *Gauge) Admit() (retryAfter int, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.known || g.o.Accept <= 0 {
+	// Nothing closed in the last 10 s: no fleet at work, or none at all. Work
+	// admitted waits in Temporal until one comes; a refusal would only become an
+	// order lost at a client that stops retrying.
+	if !g.known || g.o.Accept <= 0 || g.rate <= 0 {
 		return 0, true
 	}
 	over := float64(g.open+g.admitted+1) - max(float64(g.o.Floor), g.rate*g.o.Accept.Seconds())
 	if over <= 0 {
 		g.admitted++
 		return 0, true
-	}
-	if g.rate <= 0 { // nothing closes: the fleet is down or stuck
-		return maxRetry, false
 	}
 	return min(max(int(math.Ceil(over/g.rate)), minRetry), maxRetry), false
 }

@@ -101,35 +101,41 @@ func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
 	}
 }
 
-func TestTheFloorHoldsWhenLittleCloses(t *testing.T) {
+func TestTheFloorHoldsWhenLittleClosesAndNothingIsRefusedWhenNothingCloses(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
-	c.set(9, 0, nil)
+	c.set(9, 1, nil) // one closed in 10 s: a bound of 0.5, under the floor
 	_ = g.Refresh(context.Background())
 	if _, ok := g.Admit(); !ok {
 		t.Fatal("the 10th open workflow refused under a floor of 10")
 	}
-	if after, ok := g.Admit(); ok || after != maxRetry {
-		t.Fatalf("over the floor with nothing closing: (%d, %v), want (%d, false)", after, ok, maxRetry)
+	if after, ok := g.Admit(); ok || after != 10 {
+		t.Fatalf("one over the floor at 0.1 a second: (%d, %v), want (10, false)", after, ok)
+	}
+	// No worker at all: what is admitted waits in Temporal for one.
+	c.set(1000, 0, nil)
+	_ = g.Refresh(context.Background())
+	if _, ok := g.Admit(); !ok {
+		t.Fatal("refused while nothing closes")
 	}
 }
 
 func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
-	c.set(1000, 0, nil)
+	c.set(1000, 10, nil)
 	_ = g.Refresh(context.Background())
 	if _, ok := g.Admit(); ok {
-		t.Fatal("1000 open admitted over a floor of 1")
+		t.Fatal("1000 open admitted over a bound of 5")
 	}
-	c.set(1000, 0, errors.New("visibility unavailable"))
+	c.set(1000, 10, errors.New("visibility unavailable"))
 	if err := g.Refresh(context.Background()); err == nil {
 		t.Fatal("a failed count was not reported")
 	}
 	if _, ok := g.Admit(); !ok {
 		t.Fatal("refused on a count that could not be read")
 	}
-	off := newGauge(t, &counts{open: 1000}, Options{Queue: "q", Floor: 1})
+	off := newGauge(t, &counts{open: 1000, closed: 10}, Options{Queue: "q", Floor: 1})
 	_ = off.Refresh(context.Background())
 	if _, ok := off.Admit(); !ok {
 		t.Fatal("refused with BACKLOG_ACCEPT 0")
@@ -139,7 +145,7 @@ func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
 func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
-	c.set(5, 0, nil)
+	c.set(5, 1, nil)
 	_ = g.Refresh(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -148,7 +154,7 @@ func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(context.Background()) }()
-	c.set(0, 0, nil)
+	c.set(0, 1, nil)
 	_ = g.Refresh(context.Background())
 	select {
 	case err := <-done:
