@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
@@ -132,10 +131,7 @@ func startBacklog(ctx context.Context, c config.Common, base *platform.Base, log
 	if c.Backlog.Accept <= 0 {
 		return nil, nil
 	}
-	g, err := backlog.New(base.Temporal, c.Backlog, time.Now)
-	if err != nil {
-		return nil, err
-	}
+	g := backlog.New(base.Temporal.WorkflowService(), c.Backlog)
 	if err := g.Register(base.Registry); err != nil {
 		return nil, err
 	}
