@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/orderflow/orderflow/ingress/httpapi"
 	"github.com/orderflow/orderflow/ingress/idempotency"
@@ -31,6 +32,7 @@ import (
 	"github.com/orderflow/orderflow/tenants/apikeys"
 	"github.com/orderflow/orderflow/tenants/fleetrate"
 	"github.com/orderflow/orderflow/tenants/quota"
+	"github.com/orderflow/orderflow/workflows"
 )
 
 // API is the api binary, serving orders, refunds and kinds: serve (its default
@@ -131,7 +133,12 @@ func startBacklog(ctx context.Context, c config.Common, base *platform.Base, log
 	if c.Backlog.Accept <= 0 {
 		return nil, nil
 	}
-	g := backlog.New(base.Temporal.WorkflowService(), c.Backlog)
+	o := c.Backlog
+	o.AtWork = workflows.AtWork
+	g, err := backlog.New(base.Temporal, o, time.Now)
+	if err != nil {
+		return nil, err
+	}
 	if err := g.Register(base.Registry); err != nil {
 		return nil, err
 	}

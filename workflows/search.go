@@ -44,3 +44,8 @@ func StatusAttribute(status order.Status) temporal.SearchAttributeUpdate {
 func statusAttribute(status string) temporal.SearchAttributeUpdate {
 	return temporal.NewSearchAttributeKeyKeyword(SearchStatus).ValueSet(status)
 }
+
+// AtWork is the visibility condition of the open workflows the fleet has work
+// for: every one but an order waiting for its customer's 3-D Secure (a workflow
+// of another kind has no status).
+const AtWork = SearchStatus + " IS NULL OR " + SearchStatus + " != '" + string(order.StatusActionRequired) + "'"

@@ -145,7 +145,7 @@ func shed(l ShedLimits, reg prometheus.Registerer) func(http.Handler) http.Handl
 				if after, ok := l.Backlog.Admit(); !ok {
 					g.cancel()
 					shed.WithLabelValues("backlog").Inc()
-					p := newProblem(kindUnavailable, "the fleet's workers have more work waiting than they take in the time it accepts, and nothing was started for this request; retry after Retry-After seconds with the same Idempotency-Key")
+					p := newProblem(kindUnavailable, "the fleet has more work open than it finishes in the time it accepts, and nothing was started for this request; retry after Retry-After seconds with the same Idempotency-Key")
 					p.retryAfter = after
 					writeProblem(w, r, p)
 					return

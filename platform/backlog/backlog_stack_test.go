@@ -7,71 +7,59 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/platform/backlog"
 	"github.com/orderflow/orderflow/testkit/stacktest"
+	"github.com/orderflow/orderflow/workflows"
 )
 
-func slowly(ctx workflow.Context) error {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-	return workflow.ExecuteActivity(ctx, "Slow").Get(ctx, nil)
-}
-
-// Against Temporal itself: a queue no worker polls is no fleet behind, and its
-// work is admitted to wait; a worker that takes one activity at a time behind
-// twelve is behind, and new work over the bound is refused with a Retry-After;
-// once it has taken them all, work is admitted again.
+// Against Temporal's own visibility store: workflows started on a queue that
+// closes few are the fleet's backlog (not orders waiting for their customers), and new work over the bound is refused
+// with the time the fleet takes to close the excess; once they close the bound
+// opens again.
 func TestTheFleetsBacklogIsReadFromTemporal(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tc := stacktest.Temporal(t)
 	queue := stacktest.Name("backlog")
-	g := backlog.New(tc.WorkflowService(), backlog.Options{Namespace: stacktest.Env(t)["TEMPORAL_NAMESPACE"], Queue: queue, Accept: time.Second, Floor: 3})
-	var runs []client.WorkflowRun
-	for range 12 {
-		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, slowly)
-		if err != nil {
+	g, err := backlog.New(tc, backlog.Options{Queue: queue, Accept: 5 * time.Second, Floor: 3, AtWork: workflows.AtWork}, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 5 {
+		id := stacktest.Name("backlog-wf")
+		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, "NoWorkerServesThis"); err != nil {
 			t.Fatal(err)
 		}
-		runs = append(runs, run)
+		ids = append(ids, id)
 	}
-	if err := g.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := g.Admit(); !ok {
-		t.Fatal("refused on a queue no worker polls")
-	}
-	w := sdkworker.New(tc, queue, sdkworker.Options{MaxConcurrentActivityExecutionSize: 1})
-	w.RegisterWorkflow(slowly)
-	w.RegisterActivityWithOptions(func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-		case <-time.After(700 * time.Millisecond):
+	// Orders waiting for their customers' 3-D Secure are no backlog.
+	for range 3 {
+		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: stacktest.Name("backlog-waiting"), TaskQueue: queue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchStatus).ValueSet(string(order.StatusActionRequired))),
+		}, "NoWorkerServesThis"); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}, activityNamed("Slow"))
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
 	}
-	defer w.Stop()
-	stacktest.Eventually(t, 30*time.Second, "work refused behind the worker's backlog", func() bool {
+	// One closes: 0.1 a second, so the bound is the floor and 4 open are over it
+	// by 2 (with the one asking), 20 s of closing.
+	terminate(t, tc, ids[0])
+	stacktest.Eventually(t, 30*time.Second, "4 open workflows refused over a floor of 3", func() bool {
 		if err := g.Refresh(ctx); err != nil {
 			t.Logf("refresh: %v", err)
 			return false
 		}
 		after, ok := g.Admit()
-		return !ok && after >= 1
+		return !ok && after == 20
 	})
-	for _, run := range runs {
-		if err := run.Get(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range ids[1:] {
+		terminate(t, tc, id)
 	}
-	stacktest.Eventually(t, 30*time.Second, "work admitted once the worker took the backlog", func() bool {
+	stacktest.Eventually(t, 30*time.Second, "work admitted once the rest closed", func() bool {
 		if err := g.Refresh(ctx); err != nil {
 			return false
 		}
@@ -80,4 +68,9 @@ func TestTheFleetsBacklogIsReadFromTemporal(t *testing.T) {
 	})
 }
 
-func activityNamed(name string) activity.RegisterOptions { return activity.RegisterOptions{Name: name} }
+func terminate(t *testing.T, tc client.Client, id string) {
+	t.Helper()
+	if err := tc.TerminateWorkflow(context.Background(), id, "", "the backlog test is done with it"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,80 +3,78 @@ package backlog
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"google.golang.org/grpc"
 )
 
-// queue answers DescribeTaskQueue with what the test set, for each type.
-type queue struct {
-	mu      sync.Mutex
-	waiting map[enumspb.TaskQueueType]int64
-	rate    map[enumspb.TaskQueueType]float32
-	pollers int
-	err     error
-	asked   []*workflowservice.DescribeTaskQueueRequest
+// counts answers the two visibility queries with what the test set.
+type counts struct {
+	mu           sync.Mutex
+	open, closed int64
+	err          error
+	queries      []string
 }
 
-func (q *queue) DescribeTaskQueue(_ context.Context, req *workflowservice.DescribeTaskQueueRequest, _ ...grpc.CallOption) (*workflowservice.DescribeTaskQueueResponse, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.asked = append(q.asked, req)
-	if q.err != nil {
-		return nil, q.err
+func (c *counts) CountWorkflow(_ context.Context, req *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queries = append(c.queries, req.GetQuery())
+	if c.err != nil {
+		return nil, c.err
 	}
-	t := req.GetTaskQueueType()
-	return &workflowservice.DescribeTaskQueueResponse{
-		Stats:   &taskqueuepb.TaskQueueStats{ApproximateBacklogCount: q.waiting[t], TasksDispatchRate: q.rate[t]},
-		Pollers: make([]*taskqueuepb.PollerInfo, q.pollers),
-	}, nil
+	if strings.Contains(req.GetQuery(), "ExecutionStatus = 'Running'") {
+		return &workflowservice.CountWorkflowExecutionsResponse{Count: c.open}, nil
+	}
+	return &workflowservice.CountWorkflowExecutionsResponse{Count: c.closed}, nil
 }
 
-// set splits waiting and rate over the two types: the gauge adds them up.
-func (q *queue) set(waiting int64, rate float32, pollers int, err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	wf, act := enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY
-	q.waiting = map[enumspb.TaskQueueType]int64{wf: waiting / 2, act: waiting - waiting/2}
-	q.rate = map[enumspb.TaskQueueType]float32{wf: rate / 2, act: rate / 2}
-	q.pollers, q.err = pollers, err
+func (c *counts) set(open, closed int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open, c.closed, c.err = open, closed, err
 }
 
-func read(t *testing.T, g *Gauge, q *queue, waiting int64, rate float32, pollers int) {
+var at = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+
+func newGauge(t *testing.T, c *counts, o Options) *Gauge {
 	t.Helper()
-	q.set(waiting, rate, pollers, nil)
+	g, err := New(c, o, func() time.Time { return at })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestTheQueriesNameTheQueueAndTheirWindows(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "orders", Accept: 5 * time.Second, Floor: 10})
 	if err := g.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func TestBothTypesOfTheQueueAreAskedWithTheirStats(t *testing.T) {
-	q := &queue{}
-	g := New(q, Options{Namespace: "ns", Queue: "orders", Accept: 5 * time.Second, Floor: 10})
-	read(t, g, q, 0, 0, 1)
-	var types []enumspb.TaskQueueType
-	for _, r := range q.asked {
-		if r.GetNamespace() != "ns" || r.GetTaskQueue().GetName() != "orders" || !r.GetReportStats() ||
-			r.GetTaskQueue().GetKind() != enumspb.TASK_QUEUE_KIND_NORMAL {
-			t.Fatalf("asked %v", r)
-		}
-		types = append(types, r.GetTaskQueueType())
+	want := []string{
+		"TaskQueue = 'orders' AND ExecutionStatus = 'Running' AND StartTime > '2026-12-06T11:59:30Z'",
+		"TaskQueue = 'orders' AND ExecutionStatus != 'Running' AND CloseTime > '2026-12-06T11:59:50Z'",
 	}
-	if len(types) != 2 || types[0] != enumspb.TASK_QUEUE_TYPE_WORKFLOW || types[1] != enumspb.TASK_QUEUE_TYPE_ACTIVITY {
-		t.Fatalf("types asked: %v", types)
+	if strings.Join(c.queries, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("queries:\n%s\nwant:\n%s", strings.Join(c.queries, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := New(c, Options{Queue: "orders' OR TaskQueue != 'x"}, time.Now); err == nil {
+		t.Fatal("a queue with a quote was taken into the query")
 	}
 }
 
-func TestWorkOverWhatTheFleetTakesInTheAcceptedTimeIsRefused(t *testing.T) {
-	q := &queue{}
-	g := New(q, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
-	// 2 tasks a second taken: 5 s of it is 10; 8 waiting leave room for 2.
-	read(t, g, q, 8, 2, 1)
+func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
+	// 20 closed in 10 s: 2 a second, so 5 s of it is 10; 8 open leave room for 2.
+	c.set(8, 20, nil)
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
 		if _, ok := g.Admit(); !ok {
 			t.Fatalf("admission %d of 2 under the bound refused", i+1)
@@ -84,71 +82,71 @@ func TestWorkOverWhatTheFleetTakesInTheAcceptedTimeIsRefused(t *testing.T) {
 	}
 	after, ok := g.Admit()
 	if ok {
-		t.Fatal("an 11th task admitted over a bound of 10")
+		t.Fatal("the 11th open workflow admitted over a bound of 10")
 	}
 	if after != 1 {
 		t.Fatalf("Retry-After %d, want 1 (one over at 2 a second)", after)
 	}
-	// Far behind: 100 over at 2 a second is 50 s, told 30 at most.
-	read(t, g, q, 110, 2, 1)
+	// The fleet is far behind: 100 over at 2 a second is 50 s, told 30 at most.
+	c.set(110, 20, nil)
+	_ = g.Refresh(context.Background())
 	if after, ok := g.Admit(); ok || after != maxRetry {
 		t.Fatalf("100 over: (%d, %v), want (%d, false)", after, ok, maxRetry)
 	}
 	// A faster fleet has a higher bound: 100 a second for 5 s is 500.
-	read(t, g, q, 110, 100, 1)
+	c.set(110, 1000, nil)
+	_ = g.Refresh(context.Background())
 	if _, ok := g.Admit(); !ok {
-		t.Fatal("110 waiting refused against a bound of 500")
+		t.Fatal("110 open refused against a bound of 500")
 	}
 }
 
-func TestTheFloorHoldsAndNothingIsRefusedWithoutAWorkerAtWork(t *testing.T) {
-	q := &queue{}
-	g := New(q, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
-	read(t, g, q, 9, 0.1, 1) // a bound of 0.5, under the floor
+func TestTheFloorHoldsWhenLittleClosesAndNothingIsRefusedWhenNothingCloses(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
+	c.set(9, 1, nil) // one closed in 10 s: a bound of 0.5, under the floor
+	_ = g.Refresh(context.Background())
 	if _, ok := g.Admit(); !ok {
-		t.Fatal("the 10th task refused under a floor of 10")
+		t.Fatal("the 10th open workflow refused under a floor of 10")
 	}
 	if after, ok := g.Admit(); ok || after != 10 {
 		t.Fatalf("one over the floor at 0.1 a second: (%d, %v), want (10, false)", after, ok)
 	}
-	// A worker polls but takes nothing, or none polls: what is admitted waits
-	// in Temporal for one.
-	for _, c := range []struct {
-		rate    float32
-		pollers int
-	}{{0, 1}, {5, 0}} {
-		read(t, g, q, 1000, c.rate, c.pollers)
-		if _, ok := g.Admit(); !ok {
-			t.Fatalf("refused at %v a second with %d pollers", c.rate, c.pollers)
-		}
+	// No worker at all: what is admitted waits in Temporal for one.
+	c.set(1000, 0, nil)
+	_ = g.Refresh(context.Background())
+	if _, ok := g.Admit(); !ok {
+		t.Fatal("refused while nothing closes")
 	}
 }
 
-func TestABacklogNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
-	q := &queue{}
-	g := New(q, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
-	read(t, g, q, 1000, 1, 1)
+func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
+	c.set(1000, 10, nil)
+	_ = g.Refresh(context.Background())
 	if _, ok := g.Admit(); ok {
-		t.Fatal("1000 waiting admitted over a bound of 5")
+		t.Fatal("1000 open admitted over a bound of 5")
 	}
-	q.set(1000, 1, 1, errors.New("frontend unavailable"))
+	c.set(1000, 10, errors.New("visibility unavailable"))
 	if err := g.Refresh(context.Background()); err == nil {
-		t.Fatal("a failed read was not reported")
+		t.Fatal("a failed count was not reported")
 	}
 	if _, ok := g.Admit(); !ok {
-		t.Fatal("refused on a backlog that could not be read")
+		t.Fatal("refused on a count that could not be read")
 	}
-	off := New(q, Options{Queue: "q", Floor: 1})
-	read(t, off, q, 1000, 1, 1)
+	off := newGauge(t, &counts{open: 1000, closed: 10}, Options{Queue: "q", Floor: 1})
+	_ = off.Refresh(context.Background())
 	if _, ok := off.Admit(); !ok {
 		t.Fatal("refused with BACKLOG_ACCEPT 0")
 	}
 }
 
 func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
-	q := &queue{}
-	g := New(q, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
-	read(t, g, q, 5, 0.1, 1)
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
+	c.set(5, 1, nil)
+	_ = g.Refresh(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := g.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -156,7 +154,8 @@ func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(context.Background()) }()
-	read(t, g, q, 0, 0.1, 1)
+	c.set(0, 1, nil)
+	_ = g.Refresh(context.Background())
 	select {
 	case err := <-done:
 		if err != nil {
