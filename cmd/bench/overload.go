@@ -57,12 +57,7 @@ type overTenant struct {
 // shedEvery: one shed POST in this many is sent again by the client module.
 const shedEvery = 10
 
-// latecomer is a shed POST to send again, and when it was first refused.
-type latecomer struct {
-	t       overTenant
-	key     string
-	refused time.Time
-}
+
 
 // levelStats is what one level measured.
 type levelStats struct {
@@ -71,7 +66,11 @@ type levelStats struct {
 	latBy                 map[string][]time.Duration // admitted POSTs' latency by tenant
 	admitted, quota, shed int
 	failed, unsent        int
-	latecomers            []latecomer
+	// One shed POST in shedEvery is sent again at once by the patient client:
+	// how many, how long each took to get in after its 503, how many never did.
+	lateSent, lateFailed int
+	late                 []time.Duration
+	retries              sync.WaitGroup
 	events                int
 	lagPeak               int64
 	rss                   map[string]float64 // peak VmRSS (MiB) by process
@@ -174,7 +173,9 @@ func (o *overload) post(t overTenant, st *levelStats, wait time.Duration) {
 	case errors.As(err, &p) && p.Status == 503:
 		st.shed++
 		if st.shed%shedEvery == 0 {
-			st.latecomers = append(st.latecomers, latecomer{t: t, key: key, refused: time.Now()})
+			st.lateSent++
+			refused := time.Now()
+			st.retries.Go(func() { o.retryShed(t, key, refused, st) })
 		}
 	default:
 		st.failed++
@@ -247,27 +248,19 @@ func (o *overload) offer(ctx context.Context, rate, httpShare float64, d, wait t
 	}
 }
 
-// retryShed sends the level's sampled shed POSTs again through the client
-// module, which honours Retry-After, and says how long each took to get in
-// after its first refusal; the ones that got in are admitted orders.
-func (o *overload) retryShed(st *levelStats) (in []time.Duration, failed int) {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, l := range st.latecomers {
-		wg.Go(func() {
-			_, err := o.b.placeAs(l.t.patient, l.key, 0)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed++
-				return
-			}
-			o.admitted.Add(1)
-			in = append(in, time.Since(l.refused))
-		})
+// retryShed sends a shed POST again through the client module, which honours
+// Retry-After, as an application would, and counts how long it took to get in
+// after its first refusal; one that got in is an admitted order.
+func (o *overload) retryShed(t overTenant, key string, refused time.Time, st *levelStats) {
+	_, err := o.b.placeAs(t.patient, key, 0)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil {
+		st.lateFailed++
+		return
 	}
-	wg.Wait()
-	return in, failed
+	o.admitted.Add(1)
+	st.late = append(st.late, time.Since(refused))
 }
 
 // lag is the events written and not yet committed by the worker's group.
@@ -453,7 +446,7 @@ func (o *overload) level(ctx context.Context, name string, rate float64, d time.
 		return Result{Scenario: name}, err
 	}
 	offered := time.Now()
-	late, lateFailed := o.retryShed(st)
+	st.retries.Wait()
 	_, err := o.drain(ctx, 10*time.Minute+5*d)
 	drained := time.Since(offered) // the latecomers' time in it
 	stop()
@@ -466,12 +459,12 @@ func (o *overload) level(ctx context.Context, name string, rate float64, d time.
 		"Kafka lag peak %d, drained %.0f s after the offer ended (the latecomers included); RSS peak api %.0f MiB, worker %.0f MiB",
 		float64(st.admitted)/secs, float64(st.events)/secs, float64(st.quota)/secs, float64(st.shed)/secs, st.unsent, st.failed,
 		ms(r.P50ms), ms(r.P99ms), st.lagPeak, drained.Seconds(), st.rss["api"], st.rss["worker"])
-	if len(st.latecomers) > 0 {
-		lr := result("", len(late), d, late)
-		r.Note += fmt.Sprintf("; shed POSTs sent again by the client (1 in %d, Retry-After honoured): %d of %d got in, p50 %.1f s, max %.1f s after the first 503",
-			shedEvery, len(late), len(st.latecomers), lr.P50ms/1000, float64(slices.Max(append(late, 0)))/float64(time.Second))
-		if lateFailed > 0 {
-			r.Note += fmt.Sprintf(", %d never", lateFailed)
+	if st.lateSent > 0 {
+		lr := result("", len(st.late), d, st.late)
+		r.Note += fmt.Sprintf("; shed POSTs sent again at once by the client (1 in %d, Retry-After honoured): %d of %d got in, p50 %.1f s, p99 %.1f s, max %.1f s after the first 503",
+			shedEvery, len(st.late), st.lateSent, lr.P50ms/1000, lr.P99ms/1000, float64(slices.Max(append(st.late, 0)))/float64(time.Second))
+		if st.lateFailed > 0 {
+			r.Note += fmt.Sprintf(", %d never", st.lateFailed)
 		}
 	}
 	for i, t := range o.tenants { // a (weight 2, no budget), b (weight 1, a budget)
