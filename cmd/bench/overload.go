@@ -416,7 +416,10 @@ func (o *overload) capacity(ctx context.Context, step time.Duration) (float64, e
 			return 0, err
 		}
 		began := time.Now()
-		if err := o.offer(ctx, rate, 0.5, step, 0, &levelStats{}); err != nil {
+		st := &levelStats{}
+		err = o.offer(ctx, rate, 0.5, step, 0, st)
+		st.retries.Wait() // its latecomers in, before the next step
+		if err != nil {
 			return 0, err
 		}
 		after, err := o.paid(ctx)
