@@ -66,8 +66,10 @@ type levelStats struct {
 	latBy                 map[string][]time.Duration // admitted POSTs' latency by tenant
 	admitted, quota, shed int
 	failed, unsent        int
-	// One shed POST in shedEvery is sent again at once by the patient client:
-	// how many, how long each took to get in after its 503, how many never did.
+	// With resend, one shed POST in shedEvery is sent again at once by the
+	// patient client: how many, how long each took to get in after its 503, how
+	// many never did. (The ramp resends none: they would blur its rate.)
+	resend               bool
 	lateSent, lateFailed int
 	late                 []time.Duration
 	retries              sync.WaitGroup
@@ -172,7 +174,7 @@ func (o *overload) post(t overTenant, st *levelStats, wait time.Duration) {
 		st.quota++
 	case errors.As(err, &p) && p.Status == 503:
 		st.shed++
-		if st.shed%shedEvery == 0 {
+		if st.resend && st.shed%shedEvery == 0 {
 			st.lateSent++
 			refused := time.Now()
 			st.retries.Go(func() { o.retryShed(t, key, refused, st) })
@@ -416,10 +418,7 @@ func (o *overload) capacity(ctx context.Context, step time.Duration) (float64, e
 			return 0, err
 		}
 		began := time.Now()
-		st := &levelStats{}
-		err = o.offer(ctx, rate, 0.5, step, 0, st)
-		st.retries.Wait() // its latecomers in, before the next step
-		if err != nil {
+		if err := o.offer(ctx, rate, 0.5, step, 0, &levelStats{}); err != nil {
 			return 0, err
 		}
 		after, err := o.paid(ctx)
@@ -442,7 +441,7 @@ func (o *overload) capacity(ctx context.Context, step time.Duration) (float64, e
 // level offers rate for d (half POSTs with Prefer: wait=10, half events),
 // drains, and prints what it measured.
 func (o *overload) level(ctx context.Context, name string, rate float64, d time.Duration) (Result, error) {
-	st := &levelStats{}
+	st := &levelStats{resend: true}
 	stop := o.watch(ctx, st)
 	if err := o.offer(ctx, rate, 0.5, d, 10*time.Second, st); err != nil {
 		stop()
