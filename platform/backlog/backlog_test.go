@@ -62,6 +62,14 @@ func TestTheQueriesNameTheQueueAndTheirWindows(t *testing.T) {
 	if strings.Join(c.queries, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("queries:\n%s\nwant:\n%s", strings.Join(c.queries, "\n"), strings.Join(want, "\n"))
 	}
+	c.queries = nil
+	g = newGauge(t, c, Options{Queue: "orders", Accept: 5 * time.Second, AtWork: "S IS NULL OR S != 'W'"})
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := want[0] + " AND (S IS NULL OR S != 'W')"; c.queries[0] != want {
+		t.Fatalf("open with AtWork: %s, want %s", c.queries[0], want)
+	}
 	if _, err := New(c, Options{Queue: "orders' OR TaskQueue != 'x"}, time.Now); err == nil {
 		t.Fatal("a queue with a quote was taken into the query")
 	}
