@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,7 @@ type Options struct {
 const (
 	window   = 30 * time.Second // open workflows started within it count
 	rateOver = 10 * time.Second // the closing rate is measured over it
+	peakOver = 5 * time.Minute  // the bound keeps the highest rate read within it
 	interval = time.Second      // how often the counts are read
 	// A refused request is told to come back within [1, 30] s.
 	minRetry = 1
@@ -67,6 +69,12 @@ type Gauge struct {
 	open     int     // open workflows started within the window, at the last read
 	rate     float64 // workflows closed a second
 	admitted int     // admitted by this process since the last read
+	// peaks are the highest rate read in each minute of the last five. The
+	// bound is the highest of them times Accept: a bound from the rate of the
+	// moment would shrink with it whenever a workflow takes longer than Accept
+	// (open = rate x its time), and admit less and less.
+	peaks  [5]float64
+	minute int64 // the minute the last read fell in
 }
 
 // New returns a gauge; Run keeps it current. A queue name with a quote or a
@@ -150,6 +158,18 @@ func (g *Gauge) set(known bool, open int, rate float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.known, g.open, g.rate, g.admitted = known, open, rate, 0
+	minute := g.now().Unix() / int64(peakOver/time.Duration(len(g.peaks))/time.Second)
+	for m := max(g.minute+1, minute-int64(len(g.peaks))+1); m <= minute; m++ {
+		g.peaks[m%int64(len(g.peaks))] = 0 // minutes gone by since the last read
+	}
+	g.minute = minute
+	i := minute % int64(len(g.peaks))
+	g.peaks[i] = max(g.peaks[i], rate)
+}
+
+// peak is the highest closing rate read in the last five minutes.
+func (g *Gauge) peak() float64 {
+	return max(g.rate, slices.Max(g.peaks[:]))
 }
 
 func (g *Gauge) count(ctx context.Context, query string) (int, error) {
@@ -163,7 +183,8 @@ func (g *Gauge) count(ctx context.Context, query string) (int, error) {
 }
 
 // Admit takes one more piece of new work if the backlog is under its bound;
-// otherwise it says in how many seconds the fleet will have closed the excess.
+// otherwise it says in how many seconds the fleet will have closed the excess
+// at the rate of the moment.
 func (g *Gauge) Admit() (retryAfter int, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -173,7 +194,7 @@ func (g *Gauge) Admit() (retryAfter int, ok bool) {
 	if !g.known || g.o.Accept <= 0 || g.rate <= 0 {
 		return 0, true
 	}
-	over := float64(g.open+g.admitted+1) - max(float64(g.o.Floor), g.rate*g.o.Accept.Seconds())
+	over := float64(g.open+g.admitted+1) - max(float64(g.o.Floor), g.peak()*g.o.Accept.Seconds())
 	if over <= 0 {
 		g.admitted++
 		return 0, true

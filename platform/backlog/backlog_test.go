@@ -173,3 +173,32 @@ func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 		t.Fatal("Wait did not go on once the backlog fell under the bound")
 	}
 }
+
+// A fleet whose workflows take longer than Accept closes fewer a second when
+// admission is tight, and a bound from that rate would tighten further: the
+// bound keeps the highest rate of the last five minutes.
+func TestTheBoundKeepsTheRateTheFleetShowedForFiveMinutes(t *testing.T) {
+	c := &counts{}
+	now := at
+	g, err := New(c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(open, closed int64) {
+		c.set(open, closed, nil)
+		if err := g.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(0, 100) // 10 a second: a bound of 50
+	now = now.Add(4 * time.Minute)
+	read(40, 20) // 2 a second now: 40 open are under the bound of the peak
+	if _, ok := g.Admit(); !ok {
+		t.Fatal("refused under the bound of the rate four minutes ago")
+	}
+	now = now.Add(2 * time.Minute)
+	read(40, 20)
+	if after, ok := g.Admit(); ok || after != 16 {
+		t.Fatalf("six minutes on, at 2 a second: (%d, %v), want (16, false): 31 over", after, ok)
+	}
+}
