@@ -40,6 +40,15 @@ func (c *counts) set(open, closed int64, err error) {
 
 var at = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 
+// read has g read open and closed from c.
+func read(t *testing.T, g *Gauge, c *counts, open, closed int64) {
+	t.Helper()
+	c.set(open, closed, nil)
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newGauge(t *testing.T, c *counts, o Options) *Gauge {
 	t.Helper()
 	g, err := New(c, o, func() time.Time { return at })
@@ -79,10 +88,7 @@ func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
 	// 20 closed in 10 s: 2 a second, so 5 s of it is 10; 8 open leave room for 2.
-	c.set(8, 20, nil)
-	if err := g.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	read(t, g, c, 8, 20)
 	for i := range 2 {
 		if _, ok := g.Admit(); !ok {
 			t.Fatalf("admission %d of 2 under the bound refused", i+1)
@@ -96,14 +102,12 @@ func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
 		t.Fatalf("Retry-After %d, want 1 (one over at 2 a second)", after)
 	}
 	// The fleet is far behind: 100 over at 2 a second is 50 s, told 30 at most.
-	c.set(110, 20, nil)
-	_ = g.Refresh(context.Background())
+	read(t, g, c, 110, 20)
 	if after, ok := g.Admit(); ok || after != maxRetry {
 		t.Fatalf("100 over: (%d, %v), want (%d, false)", after, ok, maxRetry)
 	}
 	// A faster fleet has a higher bound: 100 a second for 5 s is 500.
-	c.set(110, 1000, nil)
-	_ = g.Refresh(context.Background())
+	read(t, g, c, 110, 1000)
 	if _, ok := g.Admit(); !ok {
 		t.Fatal("110 open refused against a bound of 500")
 	}
@@ -121,8 +125,7 @@ func TestTheFloorHoldsWhenLittleClosesAndNothingIsRefusedWhenNothingCloses(t *te
 		t.Fatalf("one over the floor at 0.1 a second: (%d, %v), want (10, false)", after, ok)
 	}
 	// No worker at all: what is admitted waits in Temporal for one.
-	c.set(1000, 0, nil)
-	_ = g.Refresh(context.Background())
+	read(t, g, c, 1000, 0)
 	if _, ok := g.Admit(); !ok {
 		t.Fatal("refused while nothing closes")
 	}
@@ -131,8 +134,7 @@ func TestTheFloorHoldsWhenLittleClosesAndNothingIsRefusedWhenNothingCloses(t *te
 func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
-	c.set(1000, 10, nil)
-	_ = g.Refresh(context.Background())
+	read(t, g, c, 1000, 10)
 	if _, ok := g.Admit(); ok {
 		t.Fatal("1000 open admitted over a bound of 5")
 	}
@@ -153,8 +155,7 @@ func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
 func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
-	c.set(5, 1, nil)
-	_ = g.Refresh(context.Background())
+	read(t, g, c, 5, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := g.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -162,8 +163,7 @@ func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(context.Background()) }()
-	c.set(0, 1, nil)
-	_ = g.Refresh(context.Background())
+	read(t, g, c, 0, 1)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -184,20 +184,14 @@ func TestTheBoundKeepsTheRateTheFleetShowedForFiveMinutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(open, closed int64) {
-		c.set(open, closed, nil)
-		if err := g.Refresh(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read(0, 100) // 10 a second: a bound of 50
+	read(t, g, c, 0, 100) // 10 a second: a bound of 50
 	now = now.Add(4 * time.Minute)
-	read(40, 20) // 2 a second now: 40 open are under the bound of the peak
+	read(t, g, c, 40, 20) // 2 a second now: 40 open are under the bound of the peak
 	if _, ok := g.Admit(); !ok {
 		t.Fatal("refused under the bound of the rate four minutes ago")
 	}
 	now = now.Add(2 * time.Minute)
-	read(40, 20)
+	read(t, g, c, 40, 20)
 	if after, ok := g.Admit(); ok || after != 16 {
 		t.Fatalf("six minutes on, at 2 a second: (%d, %v), want (16, false): 31 over", after, ok)
 	}
