@@ -235,7 +235,7 @@ func (e *Env) Common() Common {
 		PayloadKeys:     e.keyring("PAYLOAD_KEYS"),
 	}
 	c.TemporalNamespace = c.Temporal.Namespace
-	c.Backlog = backlog.Options{Queue: c.TaskQueue, Accept: e.Duration("BACKLOG_ACCEPT", 5*time.Second), Floor: e.Int("BACKLOG_FLOOR", 100)}
+	c.Backlog = backlog.Options{Queue: c.TaskQueue, Accept: e.Duration("BACKLOG_ACCEPT", 0), Floor: e.Int("BACKLOG_FLOOR", 100)}
 	return c
 }
 
