@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/testkit/stacktest"
 )
@@ -105,7 +106,7 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locker.Close(ctx)
-	failed := 0
+	failed, held := 0, 0
 	for round := range rounds {
 		// The last round's orders paid: nothing else of theirs waits on the lock.
 		// Minutes, not seconds: the lanes beside it can hold Temporal's dev server
@@ -117,6 +118,7 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		locked := time.Now()
 		if _, err := tx.Exec(ctx, `LOCK TABLE orders IN SHARE MODE`); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +137,15 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
+		heldFor := time.Since(locked)
 		wg.Wait()
+		// A lock held past half the start budget (a busy machine slow to bring
+		// every insert to it) leaves the start too little time: its 503 is the
+		// documented answer for a start that did not finish, not this race.
+		if heldFor > intake.StartBudget/2 {
+			held++
+			continue
+		}
 		for _, r := range results {
 			if r.status != http.StatusAccepted {
 				failed++
@@ -147,5 +157,8 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d first POSTs released with their workflows' inserts: %d not answered 202", rounds*posts, failed)
+	t.Logf("%d first POSTs released with their workflows' inserts: %d not answered 202; %d rounds held the lock past half the start budget", rounds*posts, failed, held)
+	if held > rounds/2 {
+		t.Fatalf("%d of %d rounds held the lock past half the start budget: too few to judge the race", held, rounds)
+	}
 }
