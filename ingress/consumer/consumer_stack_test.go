@@ -336,10 +336,11 @@ func TestKilledBetweenStartAndCommitStartsNothingNew(t *testing.T) {
 	if got := p.processed(t); got != n {
 		t.Fatalf("processed events = %d", got)
 	}
+	runs := stacktest.RunsOf(t, p.Temporal, fmt.Sprintf("TaskQueue = %q", p.Queue))
 	for i := range n {
 		wid := order.WorkflowID(p.tenant, order.FromEvent, fmt.Sprintf("evt-%d", i))
-		if runs := stacktest.Runs(t, p.Temporal, wid); runs != 1 {
-			t.Fatalf("%s has %d runs", wid, runs)
+		if runs[wid] != 1 {
+			t.Fatalf("%s has %d runs", wid, runs[wid])
 		}
 	}
 }

@@ -94,6 +94,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	took   time.Duration // set by timedPost
 }
 
 func (r response) order(t *testing.T) wire.Order {
@@ -135,7 +136,7 @@ func do(t *testing.T, method, url, apiKey, body string, hdr map[string]string) r
 	if err != nil {
 		t.Fatal(err)
 	}
-	return response{resp.StatusCode, resp.Header, b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
 func (h *apiHarness) post(t *testing.T, tenant, key, body string, hdr map[string]string) response {

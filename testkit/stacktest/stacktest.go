@@ -245,30 +245,48 @@ func EndOffset(tb testing.TB, topic string, partition int) int64 {
 // Runs counts the runs of a workflow ID known to Temporal's visibility store.
 func Runs(tb testing.TB, c client.Client, workflowID string) int {
 	tb.Helper()
-	// A busy server may leave a list unanswered for 10 s; it is asked again,
-	// for a minute in all, as a list changes nothing.
-	deadline := time.Now().Add(time.Minute)
+	return RunsOf(tb, c, fmt.Sprintf("WorkflowId = %q", workflowID))[workflowID]
+}
+
+// listPatience is how long a list is asked again while the server leaves it
+// unanswered: the lanes beside a test can hold Temporal's dev server for over a
+// minute, and a list changes nothing.
+const listPatience = 3 * time.Minute
+
+// RunsOf returns the number of runs of each workflow ID the visibility query
+// matches (a task queue's, say): one paged list where a loop of Runs would ask
+// once per workflow.
+func RunsOf(tb testing.TB, c client.Client, query string) map[string]int {
+	tb.Helper()
+	deadline := time.Now().Add(listPatience)
 	for {
-		n, err := listRuns(c, workflowID)
+		runs, err := listRuns(c, query)
 		if err == nil {
-			return n
+			return runs
 		}
 		if !timedOut(err) || time.Now().After(deadline) {
-			tb.Fatalf("list runs of %s: %v", workflowID, err)
+			tb.Fatalf("list runs of %s: %v", query, err)
 		}
 	}
 }
 
-func listRuns(c client.Client, workflowID string) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("WorkflowId = %q", workflowID),
-	})
-	if err != nil {
-		return 0, err
+func listRuns(c client.Client, query string) (map[string]int, error) {
+	runs := map[string]int{}
+	var page []byte
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: page})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			runs[e.GetExecution().GetWorkflowId()]++
+		}
+		if page = resp.NextPageToken; len(page) == 0 {
+			return runs, nil
+		}
 	}
-	return len(resp.Executions), nil
 }
 
 // timedOut is whether err is a call's deadline passing or the server being
