@@ -116,7 +116,7 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locker.Close(ctx)
-	failed, late := 0, 0
+	failed, late, unmade := 0, 0, 0
 	for round := range rounds {
 		// The last round's orders paid: nothing else of theirs waits on the lock.
 		// Minutes, not seconds: the lanes beside it can hold Temporal's dev server
@@ -138,11 +138,15 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		}
 		// At least: the lock holds every insert into orders, those of tests of
 		// other packages running beside this one too.
-		stacktest.Eventually(t, 20*time.Second, "the API's and the workflow's insert of every order to wait", func() bool {
+		// A busy machine may not bring them all to the lock in 20 s: the round
+		// is judged all the same, but it did not make the race.
+		if !within(20*time.Second, func() bool {
 			return h.count(t, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
 				JOIN pg_stat_activity a ON a.pid = l.pid
 				WHERE c.relname = 'orders' AND NOT l.granted AND a.query LIKE '%INSERT INTO orders%'`) >= 2*posts
-		})
+		}) {
+			unmade++
+		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +165,11 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d first POSTs released with their workflows' inserts: %d not answered 202; %d ran out of the start budget", rounds*posts, failed, late)
+	t.Logf("%d first POSTs released with their workflows' inserts: %d not answered 202; %d ran out of the start budget; %d of %d rounds did not bring every insert to the lock",
+		rounds*posts, failed, late, unmade, rounds)
+	if unmade > rounds/2 {
+		t.Fatalf("%d of %d rounds did not bring every insert to the lock: too few to judge the race", unmade, rounds)
+	}
 	if late > rounds*posts/2 {
 		t.Fatalf("%d of %d POSTs ran out of the start budget: too few to judge the race", late, rounds*posts)
 	}
@@ -202,4 +210,14 @@ func (h *apiHarness) loggedFailure(text string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// within polls cond every 100 ms for up to d and says whether it held.
+func within(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
