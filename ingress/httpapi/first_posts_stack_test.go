@@ -140,7 +140,7 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 		// other packages running beside this one too.
 		// A busy machine may not bring them all to the lock in 20 s: the round
 		// is judged all the same, but it did not make the race.
-		if !within(20*time.Second, func() bool {
+		if !stacktest.Within(20*time.Second, func() bool {
 			return h.count(t, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
 				JOIN pg_stat_activity a ON a.pid = l.pid
 				WHERE c.relname = 'orders' AND NOT l.granted AND a.query LIKE '%INSERT INTO orders%'`) >= 2*posts
@@ -175,7 +175,7 @@ func TestFirstPostsReleasedWithTheirWorkflowNeverAnswer5xx(t *testing.T) {
 	}
 }
 
-// timedPost posts the order body on a fresh key and notes how long the answer took.
+// timedPost posts the order body with key and notes how long the answer took.
 func (h *apiHarness) timedPost(t *testing.T, tenant, key string) response {
 	t.Helper()
 	began := time.Now()
@@ -210,14 +210,4 @@ func (h *apiHarness) loggedFailure(text string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// within polls cond every 100 ms for up to d and says whether it held.
-func within(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
 }

@@ -149,13 +149,22 @@ func tail(b []byte, n int) []byte {
 // Eventually polls cond every 100 ms until it holds or d passes.
 func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	tb.Helper()
+	if !Within(d, cond) {
+		tb.Fatalf("timed out after %s waiting for %s", d, what)
+	}
+}
+
+// Within polls cond every 100 ms for up to d and says whether it held: for a
+// row that judges a wait that ran out instead of failing on it.
+func Within(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", d, what)
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return true
 }
 
 // Progressing polls count every 200 ms until it reaches want. It gives up when
