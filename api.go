@@ -30,6 +30,7 @@ import (
 	"github.com/orderflow/orderflow/platform/tracing"
 	"github.com/orderflow/orderflow/settings"
 	"github.com/orderflow/orderflow/tenants/apikeys"
+	"github.com/orderflow/orderflow/tenants/fairness"
 	"github.com/orderflow/orderflow/tenants/fleetrate"
 	"github.com/orderflow/orderflow/tenants/quota"
 	"github.com/orderflow/orderflow/workflows"
@@ -107,12 +108,12 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		return nil, err
 	}
 	shed := c.Shed
-	fleet, err := startBacklog(ctx, c.Common, base, logger)
+	fleet, err := startBacklog(ctx, c.Common, c.Fairness, base, logger)
 	if err != nil {
 		return nil, err
 	}
 	if fleet != nil { // not a typed nil in the interface
-		shed.Backlog = fleet
+		shed.Backlog, shed.Held = fleet, idem
 	}
 	d := httpapi.Deps{
 		Logger: logger, Registry: reg, Keys: apikeys.New(base.Pool, c.KeyCacheTTL), Proxies: c.Proxies,
@@ -127,14 +128,15 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 	return httpapi.NewServer(d), nil
 }
 
-// startBacklog keeps the fleet's backlog current for the ingresses to admit by
-// (nil: BACKLOG_ACCEPT is 0, no bound).
-func startBacklog(ctx context.Context, c config.Common, base *platform.Base, logger *slog.Logger) (*backlog.Gauge, error) {
+// startBacklog keeps the fleet's backlog current for the ingresses to admit by,
+// shared among the tenants by their fairness weights (nil: BACKLOG_ACCEPT is 0,
+// no bound).
+func startBacklog(ctx context.Context, c config.Common, weights fairness.Weights, base *platform.Base, logger *slog.Logger) (*backlog.Gauge, error) {
 	if c.Backlog.Accept <= 0 {
 		return nil, nil
 	}
 	o := c.Backlog
-	o.AtWork = workflows.AtWork
+	o.AtWork, o.TenantAttribute, o.Weight = workflows.AtWork, workflows.SearchTenant, weights.Weight
 	g, err := backlog.New(base.Temporal, o, time.Now)
 	if err != nil {
 		return nil, err

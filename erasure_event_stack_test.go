@@ -146,15 +146,7 @@ func (s *erasureStack) produce(t *testing.T, msgs ...kafka.Message) {
 // message started, a duplicate, or dead-lettered.
 func (s *erasureStack) settled(t *testing.T) bool {
 	t.Helper()
-	resp, err := s.kafka.Client().OffsetFetch(context.Background(),
-		&kafka.OffsetFetchRequest{GroupID: s.group, Topics: map[string][]int{s.requests: {0, 1, 2, 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := map[int]int64{}
-	for _, part := range resp.Topics[s.requests] {
-		committed[part.Partition] = max(part.CommittedOffset, 0)
-	}
+	committed := stacktest.Committed(t, s.kafka.Client(), s.group, s.requests, 4)
 	for part := range 4 {
 		if committed[part] != stacktest.EndOffset(t, s.requests, part) {
 			return false

@@ -207,7 +207,7 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, se
 	go budget.Refresh(ctx, quota.NewStore(base.Pool), c.TenantLimitsRefresh, logger)
 	opts := c.Consumer
 	opts.Budget = budget
-	fleet, err := startBacklog(ctx, c.Common, base, logger)
+	fleet, err := startBacklog(ctx, c.Common, c.Fairness, base, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -227,15 +227,16 @@ func newConsumer(ctx context.Context, c settings.Worker, base *platform.Base, se
 	return consumer.New(opts, group, readers, dlq, base.Codec, in, apikeys.NewTenants(base.Pool, c.TenantCacheTTL), logger, consumer.NewMetrics(reg), traces), nil
 }
 
-// behindBacklog holds an event until the fleet's backlog takes it, then to its
-// tenant's budget: above the fleet's bound the events wait in the topic.
+// behindBacklog holds an event until the fleet's backlog takes it (its tenant's
+// share, or three quarters of the bound), then to its tenant's budget: above
+// the fleet's bound the events wait in the topic.
 type behindBacklog struct {
 	fleet  *backlog.Gauge
 	budget consumer.Budget
 }
 
 func (b behindBacklog) Wait(ctx context.Context, tenant string) error {
-	if err := b.fleet.Wait(ctx); err != nil {
+	if err := b.fleet.Wait(ctx, tenant); err != nil {
 		return err
 	}
 	return b.budget.Wait(ctx, tenant)

@@ -6,10 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,18 +60,25 @@ func (r *rig) waited(t *testing.T, apiKey, prefix string, n int) []time.Duration
 // waitedOnce sends one POST of an order with Prefer: wait.
 func (r *rig) waitedOnce(t *testing.T, apiKey, key string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(orderJSON))
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Prefer", "wait=60")
-	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+	a, err := r.send(apiKey, key, orderJSON, "wait=60")
 	if err != nil {
 		t.Fatalf("POST %s: %v", key, err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
+	return a.status, a.body
+}
+
+// otherTenant makes a second tenant, starts the rig's worker and API, and
+// places three of the tenant's orders with Prefer: wait; it returns its key.
+func (r *rig) otherTenant(t *testing.T) string {
+	t.Helper()
+	key, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), stacktest.Name("tenant"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.startWorker(t, nil)
+	r.startAPI(t)
+	r.waited(t, key, "warm", 3)
+	return key
 }
 
 // quantile of durations, by the nearest rank.
@@ -96,14 +104,7 @@ func TestChaosOneTenantsFloodNeverDelaysAnothers(t *testing.T) {
 		// flood of 500 is a backlog of minutes, as 2,000 is on the dev profile.
 		flood = 500
 	}
-	other := stacktest.Name("tenant")
-	otherKey, err := apikeys.New(r.Pool, apikeys.DefaultCacheTTL).Create(context.Background(), other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.startWorker(t, nil)
-	r.startAPI(t)
-	r.waited(t, otherKey, "warm", 3)
+	otherKey := r.otherTenant(t)
 	rest := r.waited(t, otherKey, "rest", n)
 
 	msgs := make([]kafka.Message, flood)
@@ -192,5 +193,80 @@ func TestChaosAnonymousFloodNeverLocksAKnownKeyOut(t *testing.T) {
 	t.Logf("the real key: %d lists, %d failed", lists, failed)
 	if failed > 0 {
 		t.Fatalf("%d of the real key's %d requests failed during the flood", failed, lists)
+	}
+}
+
+// With the fleet's backlog bound on (1 s, floor 20), tenant A floods the API
+// with POSTs from four clients, far more than the fleet closes in the second
+// it accepts, and hears 503 with Retry-After for the excess; during the flood
+// tenant B places 20 orders one after another with Prefer: wait. The bound is
+// shared by the tenants' weights, so B, under its share, is never refused for
+// A's flood. Every POST A got 2xx for is paid once and a refused one started
+// nothing (the ledger). Before the shares, A's open workflows filled the bound
+// and B heard 503 as A did.
+func TestChaosAFloodOverTheBacklogBoundNeverShedsAnotherTenant(t *testing.T) {
+	r := newRig(t)
+	r.apiEnv = map[string]string{"BACKLOG_ACCEPT": "1s", "BACKLOG_FLOOR": "20"}
+	otherKey := r.otherTenant(t) // the fleet closes work: the bound is on
+	stop := make(chan struct{})
+	var shedA atomic.Int64
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Go(func() { r.floodUntil(t, stop, fmt.Sprintf("flood-%d", c), &shedA) })
+	}
+	end := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer end()
+	stacktest.Eventually(t, time.Minute, "A's flood refused over the backlog bound", func() bool { return shedA.Load() > 0 })
+	var shedB int
+	for i := range 20 {
+		status, body := r.waitedOnce(t, otherKey, fmt.Sprintf("during-%d", i))
+		if status == http.StatusServiceUnavailable && strings.Contains(string(body), backlogShed) {
+			shedB++
+		}
+	}
+	end()
+	t.Logf("A refused over the bound %d times; B %d of 20", shedA.Load(), shedB)
+	if shedB > 0 {
+		t.Fatalf("B, under its share of the bound, was refused %d of 20 times for A's flood", shedB)
+	}
+	r.ledger(t, "backlog bound: A's flood of POSTs, B beside it")
+}
+
+// backlogShed is in the detail of a 503 for the fleet's backlog.
+const backlogShed = "the fleet has more work open"
+
+// floodUntil POSTs the rig tenant's orders without wait, one after another
+// (keys prefix-N), until stop; each admitted is expected in the ledger, each
+// refused for the backlog is counted in shed and its key left, and another 503
+// (a busy machine) is sent again with its key.
+func (r *rig) floodUntil(t *testing.T, stop <-chan struct{}, prefix string, shed *atomic.Int64) {
+	for n := 0; ; n++ {
+		key := fmt.Sprintf("%s-%d", prefix, n)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a, err := r.send(r.apiKey, key, orderJSON, "")
+			if err != nil {
+				t.Errorf("POST %s: %v", key, err)
+				return
+			}
+			switch status, body := a.status, a.body; {
+			case status == http.StatusCreated || status == http.StatusAccepted:
+				r.expect(r.workflowOf(key))
+			case status == http.StatusServiceUnavailable && strings.Contains(string(body), backlogShed):
+				shed.Add(1)
+			case status == http.StatusServiceUnavailable:
+				time.Sleep(100 * time.Millisecond)
+				continue
+			default:
+				t.Errorf("POST %s: %d %s", key, status, body)
+				return
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

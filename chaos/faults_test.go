@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/payments/sandbox"
 	"github.com/orderflow/orderflow/testkit/stacktest"
@@ -59,14 +57,9 @@ func (r *rig) flowing(t *testing.T, n int) {
 // committed sums the group's committed offsets over the requests topic.
 func (r *rig) committed(t *testing.T) int64 {
 	t.Helper()
-	cl := r.Kafka.Client()
-	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: r.group, Topics: map[string][]int{r.requests: {0, 1, 2, 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sum int64
-	for _, p := range resp.Topics[r.requests] {
-		sum += max(p.CommittedOffset, 0)
+	for _, o := range stacktest.Committed(t, r.Kafka.Client(), r.group, r.requests, 4) {
+		sum += o
 	}
 	return sum
 }

@@ -38,7 +38,7 @@ func TestChaosResetOfAnOrderOthersMovedSince(t *testing.T) {
 		t.Fatalf("dispute: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	within := 2*reconcileEvery + 30*time.Second
+	within := reconcileWithin
 	r.waitStatus(t, partial, order.StatusPartiallyRefunded, within)
 	r.waitStatus(t, disputed, order.StatusDisputed, within)
 	refunds := len(r.Sim.Refunds())

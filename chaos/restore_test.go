@@ -132,7 +132,7 @@ func (r *rig) loseTheTail(t *testing.T, fault string, before, lose func()) {
 			t.Logf("a pass now: %+v, %v", rep, err)
 		}
 	}()
-	stacktest.Eventually(t, 2*reconcileEvery+30*time.Second, "the 30 lost orders to read PAID again", func() bool {
+	stacktest.Eventually(t, reconcileWithin, "the 30 lost orders to read PAID again", func() bool {
 		return r.count(t, `SELECT count(*) FROM orders WHERE id = ANY($1) AND status = 'PAID'`, lost) == 30
 	})
 	for _, id := range lost {
@@ -197,7 +197,7 @@ func TestChaosACancelledOrderLostToARestoreStaysCancelled(t *testing.T) {
 	if status, got := r.postBody(t, "cancelled-then-lost", orderJSON); got != id || status >= 300 {
 		t.Fatalf("retry of the key: %d %q, want its order %s", status, got, id)
 	}
-	r.waitStatus(t, id, order.StatusCancelled, 2*reconcileEvery+30*time.Second)
+	r.waitStatus(t, id, order.StatusCancelled, reconcileWithin)
 	time.Sleep(2 * reconcileEvery) // would a later pass move it?
 	charges := r.Sim.ChargesForOrder(id)
 	var refunded int64
@@ -258,7 +258,7 @@ func TestChaosARefundLostToARestoreIsRebuilt(t *testing.T) {
 	r.restore(t, dump)
 	api.Kill(t) // a new pod: no answer of the key in memory
 	r.startAPI(t)
-	within := 2*reconcileEvery + 30*time.Second
+	within := reconcileWithin
 	stacktest.Eventually(t, within, "the lost refund to read SUCCEEDED under its ID", func() bool {
 		var v struct{ Status string }
 		return json.Unmarshal(r.get(t, "/v1/refunds/"+first.ID), &v) == nil && v.Status == string(refund.StatusSucceeded)

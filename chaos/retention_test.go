@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -25,20 +24,14 @@ import (
 // answered, whether it says it is a replay and when it says the key expires.
 func (r *rig) retry(t *testing.T, key, body string) (status int, orderID string, replayed bool, expires time.Time) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+r.apiKey)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	a, err := r.send(r.apiKey, key, body, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var v struct{ ID string }
-	_ = json.Unmarshal(b, &v)
-	expires, _ = http.ParseTime(resp.Header.Get("Idempotency-Key-Expires"))
-	return resp.StatusCode, v.ID, resp.Header.Get("Idempotent-Replayed") == "true", expires
+	_ = json.Unmarshal(a.body, &v)
+	expires, _ = http.ParseTime(a.header.Get("Idempotency-Key-Expires"))
+	return a.status, v.ID, a.header.Get("Idempotent-Replayed") == "true", expires
 }
 
 // A client retries a POST seconds before its key expires, and again after the

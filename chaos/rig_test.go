@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,6 +169,32 @@ func (r *rig) post(key string) (int, int, error) {
 		return http.StatusCreated, 0, nil
 	}
 	return http.StatusAccepted, 0, nil
+}
+
+// answer is a response to send, its body read.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send POSTs body as an order with apiKey and key, and Prefer: prefer unless
+// empty.
+func (r *rig) send(apiKey, key, body, prefer string) (answer, error) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r.apiAddr+"/v1/orders", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	if prefer != "" {
+		req.Header.Set("Prefer", prefer)
+	}
+	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, b}, err
 }
 
 // order places one order as a careful client does, with orderflow's client: the

@@ -117,7 +117,7 @@ func (r *rig) statusAt(t *testing.T, orderID string, want order.Status, within t
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("order %s not %s within %s", orderID, want, within)
+	t.Fatalf("order %s not %s within %s (the sandbox's webhooks: %+v)", orderID, want, within, r.Sim.WebhookStats())
 	return time.Time{}
 }
 
@@ -169,25 +169,44 @@ func (r *rig) checkWakes(t *testing.T, orderID, intentID string, mustWake bool) 
 	}
 }
 
-// signals counts the intent-changed signals in the order's history.
+// signals counts the intent-changed signals in the order's history. A read
+// of the history is given 10 s by the client: on a busy machine one ran out,
+// and the history is read again.
 func (r *rig) signals(t *testing.T, orderID string) int {
 	t.Helper()
 	var wf string
 	if err := r.Pool.QueryRow(context.Background(), `SELECT workflow_id FROM orders WHERE id = $1`, orderID).Scan(&wf); err != nil {
 		t.Fatal(err)
 	}
+	var n int
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		if n, err = r.signalsOf(wf); err == nil || time.Now().After(deadline) {
+			break
+		}
+		t.Logf("history of %s: %v; reading again", wf, err)
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// signalsOf reads the workflow's history once.
+func (r *rig) signalsOf(wf string) (int, error) {
 	n := 0
 	it := r.Temporal.GetWorkflowHistory(context.Background(), wf, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // event is one of the sandbox's events about an intent, by type, as delivered.

@@ -22,6 +22,7 @@ import (
 	"github.com/orderflow/orderflow/ingress/orders"
 	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/orders/orderstore"
+	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/testkit"
 	"github.com/orderflow/orderflow/workflows"
 )
@@ -295,6 +296,7 @@ func (b *bench) ingress(ctx context.Context, name, topic, suffix, prefix string,
 
 func (b *bench) waitCommitted(ctx context.Context, topic string) error {
 	cl := b.kafka.Client()
+	defer kafkaclient.CloseClient(cl)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: b.group, Topics: map[string][]int{topic: {0, 1, 2, 3}}})
 		if err != nil {

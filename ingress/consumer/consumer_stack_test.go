@@ -136,16 +136,7 @@ func (p *pipeline) lagging(t *testing.T) map[int][2]int64 {
 // none).
 func (p *pipeline) committedOffsets(t *testing.T) map[int]int64 {
 	t.Helper()
-	cl := p.Kafka.Client()
-	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: p.group, Topics: map[string][]int{p.requests: {0, 1, 2, 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int]int64{}
-	for _, part := range resp.Topics[p.requests] {
-		out[part.Partition] = max(part.CommittedOffset, 0)
-	}
-	return out
+	return stacktest.Committed(t, p.Kafka.Client(), p.group, p.requests, 4)
 }
 
 func (p *pipeline) deadLetters(t *testing.T, want int) []kafka.Message {

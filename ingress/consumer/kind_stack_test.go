@@ -297,8 +297,9 @@ func TestAThirdKindOverHTTP(t *testing.T) {
 		t.Errorf("idempotency_keys rows of the key = %d (%v), want 2: one per kind", keys, err)
 	}
 
-	// Prefer: wait, with no Update-with-Start of its own: the run's end answers 201.
-	waited := in.Submit(ctx, k, p.tenant, stacktest.Name("key"), ada, 10*time.Second)
+	// Prefer: wait, with no Update-with-Start of its own: the run's end answers
+	// 201. The longest wait (30 s): beside the other lanes a run took over 10 s.
+	waited := in.Submit(ctx, k, p.tenant, stacktest.Name("key"), ada, 30*time.Second)
 	if waited.Kind != intake.Created || waited.Status != 201 || !bytes.Contains(waited.Body, []byte(`"greeting":"hello, ada"`)) {
 		t.Errorf("waited: %v %d %s (%v); want Created 201 with the greeting", waited.Kind, waited.Status, waited.Body, waited.Err)
 	}

@@ -76,10 +76,11 @@ func CheckKinds(d Deps) error {
 	return nil
 }
 
-// kindRoutes mounts each kind's routes.
-func (a *api) kindRoutes(r chi.Router, kinds []KindRoute) {
+// kindRoutes mounts each kind's routes: those that start work on sh's router
+// for the kind (shedding), the others on r.
+func (a *api) kindRoutes(r chi.Router, sh func(kind string) chi.Router, kinds []KindRoute) {
 	for _, k := range kinds {
-		r.Post("/"+k.Path, func(w http.ResponseWriter, req *http.Request) {
+		sh(k.Kind.Name()).Post("/"+k.Path, func(w http.ResponseWriter, req *http.Request) {
 			submit := func(ctx context.Context, tenant, key string, in ingress.Request, wait time.Duration) intake.Result {
 				return a.Keyed.Submit(ctx, k.Kind, tenant, key, in, wait)
 			}
@@ -87,7 +88,7 @@ func (a *api) kindRoutes(r chi.Router, kinds []KindRoute) {
 		})
 		r.Get("/"+k.Path+"/{id}", func(w http.ResponseWriter, req *http.Request) { a.getKind(w, req, k) })
 		if k.Deletes != "" {
-			r.Delete("/"+k.Deletes+"/{id}", func(w http.ResponseWriter, req *http.Request) { a.deleteKind(w, req, k) })
+			sh(k.Kind.Name()).Delete("/"+k.Deletes+"/{id}", func(w http.ResponseWriter, req *http.Request) { a.deleteKind(w, req, k) })
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/wire"
+	"github.com/orderflow/orderflow/orders/order"
+	"github.com/orderflow/orderflow/payments/refund"
 	"github.com/orderflow/orderflow/platform/tracing"
 	"github.com/orderflow/orderflow/tenants/apikeys"
 	"github.com/orderflow/orderflow/tenants/quota"
@@ -124,17 +126,18 @@ func NewServer(d Deps) http.Handler {
 		}
 		// Shedding wraps the routes that start work, so a POST to no route still
 		// hears 404 or 405.
-		sh := r.With(shed(d.Shed, d.Registry))
-		sh.Post("/orders", a.createOrder)
+		shedAs := shed(d.Shed, d.Registry)
+		sh := func(kind string) chi.Router { return r.With(shedAs(kind)) }
+		sh(order.Kind).Post("/orders", a.createOrder)
 		r.Get("/orders", a.listOrders)
 		r.Get("/orders/{id}", a.getOrder)
-		sh.Post("/orders/{id}/cancel", a.cancelOrder)
+		sh("").Post("/orders/{id}/cancel", a.cancelOrder)
 		if d.Refunds != nil {
-			sh.Post("/orders/{id}/refunds", a.createRefund)
+			sh(refund.Kind).Post("/orders/{id}/refunds", a.createRefund)
 			r.Get("/orders/{id}/refunds", a.listRefunds)
 			r.Get("/refunds/{id}", a.getRefund)
 		}
-		a.kindRoutes(sh, d.Kinds)
+		a.kindRoutes(r, sh, d.Kinds)
 	})
 	if d.Tracing == nil {
 		return r

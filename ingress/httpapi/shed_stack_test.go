@@ -63,8 +63,18 @@ func TestAboveTheBoundPostsAreShedAndClientsGetInLater(t *testing.T) {
 	h.StartWorker(t)
 	wg.Wait()
 	for i, a := range admitted {
-		if a.status != 201 || a.order(t).Status != "PAID" {
-			t.Fatalf("admitted POST %d: %d %s", i, a.status, a.body)
+		// A wait that ran out (a run beside the other lanes took over 25 s)
+		// answers 202 with the order as it stood: it must end PAID all the same.
+		paid := a.status == 201 && a.order(t).Status == "PAID"
+		if !paid && a.status == 202 {
+			id := a.order(t).ID
+			paid = stacktest.Within(2*time.Minute, func() bool {
+				g := do(t, "GET", srv.URL+"/v1/orders/"+id, key, "", nil)
+				return g.status == 200 && g.order(t).Status == "PAID"
+			})
+		}
+		if !paid {
+			t.Fatalf("admitted POST %d: %d %s, not PAID", i, a.status, a.body)
 		}
 	}
 	placeThroughTheClient(t, h, srv.URL, key, tenant)

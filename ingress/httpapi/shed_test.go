@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/orderflow/orderflow/ingress/intake"
 	"github.com/orderflow/orderflow/ingress/wire"
+	"github.com/orderflow/orderflow/payments/refund"
+	"github.com/orderflow/orderflow/platform/identity"
 )
 
 // heldIntake holds every Place until release is closed, counting them.
@@ -161,10 +164,14 @@ func TestRetryAfterFollowsTheDrainRate(t *testing.T) {
 	}
 }
 
-// fleetBehind is a fleet backlog with room for free POSTs, then none.
-type fleetBehind struct{ free atomic.Int32 }
+// fleetBehind is a fleet backlog with room for free POSTs, then none; it
+// counts the POSTs of another tenant than acme's (the caller's) it was asked for.
+type fleetBehind struct{ free, strangers atomic.Int32 }
 
-func (f *fleetBehind) Admit() (int, bool) {
+func (f *fleetBehind) Admit(tenant string) (int, bool) {
+	if tenant != "acme" {
+		f.strangers.Add(1)
+	}
 	if f.free.Add(-1) >= 0 {
 		return 0, true
 	}
@@ -206,6 +213,9 @@ func TestPostsOverTheFleetsBacklogAreShedBeforeAnyWork(t *testing.T) {
 			t.Fatalf("%s /v1/orders/ord_1 over the backlog: %d, want %d", method, resp.StatusCode, want)
 		}
 	}
+	if n := fleet.strangers.Load(); n != 0 {
+		t.Fatalf("the backlog was asked for %d POSTs as another tenant's than the caller's", n)
+	}
 	if n := held.placed.Load(); n != 1 {
 		t.Fatalf("placed %d, want the 1 admitted", n)
 	}
@@ -216,5 +226,59 @@ func TestPostsOverTheFleetsBacklogAreShedBeforeAnyWork(t *testing.T) {
 		if resp := shedPost(t, srv.URL, "later-"+strconv.Itoa(i), false); resp == nil || resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("POST %d once the backlog has room: %+v", i, resp)
 		}
+	}
+}
+
+// heldKeys holds keys (stored keys) of acme's; while down every read fails.
+// It counts the reads.
+type heldKeys struct {
+	keys  map[string]bool
+	down  atomic.Bool
+	asked atomic.Int32
+}
+
+func (h *heldKeys) Holds(_ context.Context, tenant, key string) (bool, error) {
+	h.asked.Add(1)
+	if h.down.Load() {
+		return false, errors.New("database down")
+	}
+	return tenant == "acme" && h.keys[key], nil
+}
+
+// Over the fleet's backlog a retry of a key already held passes and is
+// answered (its record's answer, no new work); a new key, a key held only for
+// another kind (a refund's) and a key that cannot be read are refused with
+// 503 as before; under the backlog no key is read.
+func TestARetryOfAHeldKeyPassesTheBacklog(t *testing.T) {
+	held := &heldIntake{release: make(chan struct{})}
+	close(held.release)
+	fleet := &fleetBehind{} // no room
+	keys := &heldKeys{keys: map[string]bool{"k-held": true, identity.StoredKey(refund.Kind, "k-refund"): true}}
+	srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
+		Keys: acceptAll{}, Intake: held, MaxBodyBytes: 1 << 10, Shed: ShedLimits{Posts: 2, Waiters: 1, Backlog: fleet, Held: keys}}))
+	defer srv.Close()
+	if resp := shedPost(t, srv.URL, "k-held", false); resp == nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a retry of a held key over the backlog: %+v, want it answered", resp)
+	}
+	for _, key := range []string{"k-new", "k-refund"} {
+		if resp := shedPost(t, srv.URL, key, true); resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "7" {
+			t.Fatalf("POST with %s over the backlog: %+v, want 503 with the backlog's Retry-After", key, resp)
+		}
+	}
+	keys.down.Store(true)
+	if resp := shedPost(t, srv.URL, "k-held", false); resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a held key that cannot be read, over the backlog: %+v, want 503", resp)
+	}
+	if n := held.placed.Load(); n != 1 {
+		t.Fatalf("placed %d, want the 1 retry of a held key", n)
+	}
+	keys.down.Store(false)
+	fleet.free.Store(1)
+	asked := keys.asked.Load()
+	if resp := shedPost(t, srv.URL, "k-new", false); resp == nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a POST once the backlog has room: %+v", resp)
+	}
+	if n := keys.asked.Load() - asked; n != 0 {
+		t.Fatalf("under the backlog %d keys were read, want none", n)
 	}
 }

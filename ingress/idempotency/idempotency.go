@@ -246,6 +246,18 @@ func (s *Store) Lookup(ctx context.Context, tenant, key string) (string, bool, e
 	return cur.WorkflowID, cur.found, err
 }
 
+// Holds tells whether the tenant's key has a record that has not expired: a
+// request with it is answered from the record, or takes over the claim of a
+// request that died, and is never new work. A completed record in the
+// process's cache costs no round trip.
+func (s *Store) Holds(ctx context.Context, tenant, key string) (bool, error) {
+	if _, ok := s.replays.get(tenant, key); ok {
+		return true, nil
+	}
+	cur, err := s.read(ctx, tenant, key)
+	return cur.found && !cur.expired, err
+}
+
 // Complete stores the response of a claimed key. A non-nil fingerprint replaces the
 // claim's: the key is bound to the request that made the order it answers with.
 func (s *Store) Complete(ctx context.Context, tenant, key string, fingerprint []byte, status int, body []byte) error {

@@ -85,6 +85,38 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 }
 
+// Holds is true of a key claimed or answered, for its tenant only, and
+// false of a key never claimed or whose record expired (a request with it is
+// new work).
+func TestHoldsIsAKeysLiveRecord(t *testing.T) {
+	pool := stacktest.Pool(t)
+	ctx := context.Background()
+	tenant := stacktest.Name("tenant")
+	fp := idempotency.Print{Value: []byte("fp"), Matches: func([]byte) bool { return true }}
+	s := idempotency.New(pool, time.Hour, idempotency.DefaultReplayBytes)
+	short := idempotency.New(pool, 50*time.Millisecond, idempotency.DefaultReplayBytes)
+	for store, key := range map[*idempotency.Store]string{s: "k", short: "old"} {
+		if _, _, err := store.Claim(ctx, tenant, key, fp, "wf-"+key, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(150 * time.Millisecond) // "old" expires
+	for _, c := range []struct {
+		tenant, key string
+		want        bool
+	}{{tenant, "k", true}, {tenant + "-b", "k", false}, {tenant, "never", false}, {tenant, "old", false}} {
+		if got, err := s.Holds(ctx, c.tenant, c.key); err != nil || got != c.want {
+			t.Errorf("Holds(%s, %s) = %v, %v; want %v", c.tenant, c.key, got, err, c.want)
+		}
+	}
+	if err := s.Complete(ctx, tenant, "k", nil, 202, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Holds(ctx, tenant, "k"); err != nil || !got {
+		t.Errorf("Holds of an answered key = %v, %v; want true", got, err)
+	}
+}
+
 // Concurrent first requests with one key: one claims it, the others see it in
 // flight, whichever of them inserts first.
 func TestConcurrentFirstClaimsOneWins(t *testing.T) {

@@ -74,14 +74,18 @@ func (t *Temporal) StartSettled(ctx context.Context, o order.Order, wait time.Du
 
 // Cancel sends the cancel update and waits for the order to settle. A workflow that
 // refuses it, or has closed, is errNotCancellable; one that accepted it and goes
-// on in its next run before the order settled is errCancelPending.
+// on in its next run before the order settled, or still carries it out when ctx
+// ends (it waits for a refund held at the provider, say), is errCancelPending:
+// the cancel is under way, not unavailable.
 func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status, error) {
 	h, err := t.starter.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflowID, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: workflowID, UpdateName: workflows.UpdateCancel, WaitForStage: client.WorkflowUpdateStageAccepted,
 	})
 	var res workflows.OrderResult
 	if err == nil {
-		err = h.Get(ctx, &res)
+		if err = h.Get(ctx, &res); err != nil && ctx.Err() != nil {
+			return "", errCancelPending
+		}
 	}
 	var appErr *temporal.ApplicationError
 	var notFound *serviceerror.NotFound

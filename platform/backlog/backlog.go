@@ -9,6 +9,12 @@
 // second: workflows on the queue started in the last half-minute and still
 // open, but for those waiting for someone outside the fleet (Options.AtWork),
 // against how many closed in the last ten seconds.
+//
+// The bound is shared by weight among the tenants asking: a tenant under its
+// share is admitted even when another's flood holds the rest, so one tenant's
+// flood never sheds another's orders. Work that can wait where it costs
+// nothing (an event in its topic) is admitted under three quarters of the
+// bound, leaving the last quarter to requests that must be answered now.
 package backlog
 
 import (
@@ -45,6 +51,13 @@ type Options struct {
 	// work for; one waiting for someone outside it (a customer's 3-D Secure) is
 	// no backlog. Empty: every open workflow.
 	AtWork string
+	// TenantAttribute is the keyword search attribute holding a workflow's
+	// tenant: each asking tenant's open workflows are counted by it (empty: no
+	// shares, only the fleet's bound).
+	TenantAttribute string
+	// Weight is a tenant's share of the bound against the other tenants asking
+	// (nil: all 1).
+	Weight func(tenant string) float64
 }
 
 const (
@@ -52,6 +65,13 @@ const (
 	rateOver = 10 * time.Second // the closing rate is measured over it
 	peakOver = 5 * time.Minute  // the bound keeps the highest rate read within it
 	interval = time.Second      // how often the counts are read
+	// maxTenants bounds the tenants whose own open workflows are read each
+	// second: those that asked last. A tenant past them has no share, only the
+	// fleet's bound.
+	maxTenants = 8
+	// maxAsking bounds the tenants remembered as asking, whose weights share the
+	// bound.
+	maxAsking = 1024
 	// A refused request is told to come back within [1, 30] s.
 	minRetry = 1
 	maxRetry = 30
@@ -75,6 +95,18 @@ type Gauge struct {
 	// (open = rate x its time), and admit less and less.
 	peaks  [5]float64
 	minute int64 // the minute the last read fell in
+	// tenants are those that asked within the window, with their own counts;
+	// weights is the sum of their weights.
+	tenants map[string]*share
+	weights float64
+}
+
+// share is one tenant's part of the backlog.
+type share struct {
+	asked    time.Time
+	known    bool // open was read for this tenant at least once
+	open     int
+	admitted int
 }
 
 // New returns a gauge; Run keeps it current. A queue name with a quote or a
@@ -83,7 +115,10 @@ func New(c Counter, o Options, now func() time.Time) (*Gauge, error) {
 	if strings.ContainsAny(o.Queue, `'"\`) {
 		return nil, fmt.Errorf("backlog: task queue %q: quotes and backslashes are not allowed", o.Queue)
 	}
-	return &Gauge{c: c, o: o, now: now}, nil
+	if o.Weight == nil {
+		o.Weight = func(string) float64 { return 1 }
+	}
+	return &Gauge{c: c, o: o, now: now, tenants: map[string]*share{}}, nil
 }
 
 // Run reads the counts every second until ctx ends. A failed read forgets the
@@ -135,14 +170,10 @@ func (g *Gauge) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// Refresh reads the counts once.
+// Refresh reads the counts once: the fleet's, then each asking tenant's.
 func (g *Gauge) Refresh(ctx context.Context) error {
 	now := g.now().UTC()
-	query := fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running' AND StartTime > '%s'", g.o.Queue, now.Add(-window).Format(time.RFC3339Nano))
-	if g.o.AtWork != "" {
-		query += " AND (" + g.o.AtWork + ")"
-	}
-	open, err := g.count(ctx, query)
+	open, err := g.count(ctx, g.openQuery(now, ""))
 	if err == nil {
 		var closed int
 		closed, err = g.count(ctx, fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus != 'Running' AND CloseTime > '%s'",
@@ -151,12 +182,71 @@ func (g *Gauge) Refresh(ctx context.Context) error {
 	} else {
 		g.set(false, 0, 0)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, tenant := range g.asking(now) {
+		n, err := g.count(ctx, g.openQuery(now, tenant))
+		if err != nil { // a share unread would refuse its tenant on the fleet's bound alone
+			g.set(false, 0, 0)
+			return err
+		}
+		g.setTenant(tenant, n)
+	}
+	return nil
+}
+
+// openQuery counts the open workflows of the window, the tenant's only unless
+// it is empty.
+func (g *Gauge) openQuery(now time.Time, tenant string) string {
+	query := fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running' AND StartTime > '%s'", g.o.Queue, now.Add(-window).Format(time.RFC3339Nano))
+	if tenant != "" {
+		query += fmt.Sprintf(" AND %s = '%s'", g.o.TenantAttribute, tenant)
+	}
+	if g.o.AtWork != "" {
+		query += " AND (" + g.o.AtWork + ")"
+	}
+	return query
+}
+
+// asking forgets the tenants that have not asked within the window and names
+// those whose counts are read: the maxTenants that asked last.
+func (g *Gauge) asking(now time.Time) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var names []string
+	for name, s := range g.tenants {
+		if now.Sub(s.asked) > window {
+			delete(g.tenants, name)
+			g.weights -= g.o.Weight(name)
+			continue
+		}
+		names = append(names, name)
+	}
+	if len(g.tenants) == 0 {
+		g.weights = 0 // no sum of additions and removals drifts
+	}
+	if g.o.TenantAttribute == "" {
+		return nil
+	}
+	slices.SortFunc(names, func(a, b string) int { return g.tenants[b].asked.Compare(g.tenants[a].asked) })
+	return names[:min(len(names), maxTenants)]
+}
+
+func (g *Gauge) setTenant(tenant string, open int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.tenants[tenant]; ok {
+		s.open, s.known, s.admitted = open, true, 0
+	}
 }
 
 func (g *Gauge) set(known bool, open int, rate float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// A tenant's share keeps its last count, and what it admitted since, until
+	// its own count is read: the fleet's is read first, and a share unknown in
+	// between would refuse its tenant for another's flood.
 	g.known, g.open, g.rate, g.admitted = known, open, rate, 0
 	minute := g.now().Unix() / int64(peakOver/time.Duration(len(g.peaks))/time.Second)
 	for m := max(g.minute+1, minute-int64(len(g.peaks))+1); m <= minute; m++ {
@@ -182,30 +272,70 @@ func (g *Gauge) count(ctx context.Context, query string) (int, error) {
 	return int(resp.GetCount()), nil
 }
 
-// Admit takes one more piece of new work if the backlog is under its bound;
-// otherwise it says in how many seconds the fleet will have closed the excess
-// at the rate of the moment.
-func (g *Gauge) Admit() (retryAfter int, ok bool) {
+// Admit takes one more piece of the tenant's new work if the backlog is under
+// its bound, or the tenant's own under its share of it; otherwise it says in
+// how many seconds the fleet will have closed the excess at the rate of the
+// moment.
+func (g *Gauge) Admit(tenant string) (retryAfter int, ok bool) {
+	return g.admit(tenant, 1)
+}
+
+// held is the part of the bound open to work that waits where it costs
+// nothing: an event in its topic leaves the rest to requests that must be
+// answered now.
+const held = 0.75
+
+// admit is Admit against part of the bound.
+func (g *Gauge) admit(tenant string, part float64) (retryAfter int, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	s := g.ask(tenant)
 	// Nothing closed in the last 10 s: no fleet at work, or none at all. Work
 	// admitted waits in Temporal until one comes; a refusal would only become an
 	// order lost at a client that stops retrying.
 	if !g.known || g.o.Accept <= 0 || g.rate <= 0 {
 		return 0, true
 	}
-	over := float64(g.open+g.admitted+1) - max(float64(g.o.Floor), g.peak()*g.o.Accept.Seconds())
-	if over <= 0 {
+	bound := max(1, part*max(float64(g.o.Floor), g.peak()*g.o.Accept.Seconds())) // one at least, held or not
+	over := float64(g.open+g.admitted+1) - bound
+	if over <= 0 || (s.known && float64(s.open+s.admitted+1) <= bound*g.weighed(tenant)) {
 		g.admitted++
+		s.admitted++
 		return 0, true
 	}
 	return min(max(int(math.Ceil(over/g.rate)), minRetry), maxRetry), false
 }
 
-// Wait blocks until Admit takes the work or ctx ends.
-func (g *Gauge) Wait(ctx context.Context) error {
+// ask notes that tenant asked now. A name that cannot go into a query, or one
+// more tenant than maxAsking, gets no share (the fleet's bound only).
+func (g *Gauge) ask(tenant string) *share {
+	s, ok := g.tenants[tenant]
+	if !ok {
+		s = &share{}
+		if strings.ContainsAny(tenant, `'"\`) || len(g.tenants) >= maxAsking {
+			return s
+		}
+		g.tenants[tenant] = s
+		g.weights += g.o.Weight(tenant)
+	}
+	s.asked = g.now()
+	return s
+}
+
+// weighed is the tenant's share of the bound: its weight over those of the
+// tenants asking.
+func (g *Gauge) weighed(tenant string) float64 {
+	if g.weights <= 0 {
+		return 0
+	}
+	return g.o.Weight(tenant) / g.weights
+}
+
+// Wait blocks until the tenant's work that can wait is admitted (under three
+// quarters of the bound) or ctx ends.
+func (g *Gauge) Wait(ctx context.Context, tenant string) error {
 	for {
-		if _, ok := g.Admit(); ok {
+		if _, ok := g.admit(tenant, held); ok {
 			return nil
 		}
 		select {

@@ -53,7 +53,7 @@ func TestTheFleetsBacklogIsReadFromTemporal(t *testing.T) {
 			t.Logf("refresh: %v", err)
 			return false
 		}
-		after, ok := g.Admit()
+		after, ok := g.Admit("t")
 		return !ok && after == 20
 	})
 	for _, id := range ids[1:] {
@@ -63,7 +63,7 @@ func TestTheFleetsBacklogIsReadFromTemporal(t *testing.T) {
 		if err := g.Refresh(ctx); err != nil {
 			return false
 		}
-		_, ok := g.Admit()
+		_, ok := g.Admit("t")
 		return ok
 	})
 }

@@ -3,6 +3,7 @@ package backlog
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,16 +16,30 @@ import (
 type counts struct {
 	mu           sync.Mutex
 	open, closed int64
+	byTenant     map[string]int64 // open workflows of a tenant (attribute T)
 	err          error
 	queries      []string
+	// slow, when set, holds every tenant's count until it is closed.
+	slow chan struct{}
 }
 
 func (c *counts) CountWorkflow(_ context.Context, req *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.queries = append(c.queries, req.GetQuery())
+	slow := c.slow
+	c.mu.Unlock()
+	if slow != nil && strings.Contains(req.GetQuery(), " AND T = '") {
+		<-slow
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.err != nil {
 		return nil, c.err
+	}
+	for tenant, n := range c.byTenant {
+		if strings.Contains(req.GetQuery(), " AND T = '"+tenant+"'") {
+			return &workflowservice.CountWorkflowExecutionsResponse{Count: n}, nil
+		}
 	}
 	if strings.Contains(req.GetQuery(), "ExecutionStatus = 'Running'") {
 		return &workflowservice.CountWorkflowExecutionsResponse{Count: c.open}, nil
@@ -90,11 +105,11 @@ func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
 	// 20 closed in 10 s: 2 a second, so 5 s of it is 10; 8 open leave room for 2.
 	read(t, g, c, 8, 20)
 	for i := range 2 {
-		if _, ok := g.Admit(); !ok {
+		if _, ok := g.Admit("t"); !ok {
 			t.Fatalf("admission %d of 2 under the bound refused", i+1)
 		}
 	}
-	after, ok := g.Admit()
+	after, ok := g.Admit("t")
 	if ok {
 		t.Fatal("the 11th open workflow admitted over a bound of 10")
 	}
@@ -103,12 +118,12 @@ func TestWorkOverWhatTheFleetClosesInTheAcceptedTimeIsRefused(t *testing.T) {
 	}
 	// The fleet is far behind: 100 over at 2 a second is 50 s, told 30 at most.
 	read(t, g, c, 110, 20)
-	if after, ok := g.Admit(); ok || after != maxRetry {
+	if after, ok := g.Admit("t"); ok || after != maxRetry {
 		t.Fatalf("100 over: (%d, %v), want (%d, false)", after, ok, maxRetry)
 	}
 	// A faster fleet has a higher bound: 100 a second for 5 s is 500.
 	read(t, g, c, 110, 1000)
-	if _, ok := g.Admit(); !ok {
+	if _, ok := g.Admit("t"); !ok {
 		t.Fatal("110 open refused against a bound of 500")
 	}
 }
@@ -118,15 +133,15 @@ func TestTheFloorHoldsWhenLittleClosesAndNothingIsRefusedWhenNothingCloses(t *te
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
 	c.set(9, 1, nil) // one closed in 10 s: a bound of 0.5, under the floor
 	_ = g.Refresh(context.Background())
-	if _, ok := g.Admit(); !ok {
+	if _, ok := g.Admit("t"); !ok {
 		t.Fatal("the 10th open workflow refused under a floor of 10")
 	}
-	if after, ok := g.Admit(); ok || after != 10 {
+	if after, ok := g.Admit("t"); ok || after != 10 {
 		t.Fatalf("one over the floor at 0.1 a second: (%d, %v), want (10, false)", after, ok)
 	}
 	// No worker at all: what is admitted waits in Temporal for one.
 	read(t, g, c, 1000, 0)
-	if _, ok := g.Admit(); !ok {
+	if _, ok := g.Admit("t"); !ok {
 		t.Fatal("refused while nothing closes")
 	}
 }
@@ -135,19 +150,19 @@ func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
 	c := &counts{}
 	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
 	read(t, g, c, 1000, 10)
-	if _, ok := g.Admit(); ok {
+	if _, ok := g.Admit("t"); ok {
 		t.Fatal("1000 open admitted over a bound of 5")
 	}
 	c.set(1000, 10, errors.New("visibility unavailable"))
 	if err := g.Refresh(context.Background()); err == nil {
 		t.Fatal("a failed count was not reported")
 	}
-	if _, ok := g.Admit(); !ok {
+	if _, ok := g.Admit("t"); !ok {
 		t.Fatal("refused on a count that could not be read")
 	}
 	off := newGauge(t, &counts{open: 1000, closed: 10}, Options{Queue: "q", Floor: 1})
 	_ = off.Refresh(context.Background())
-	if _, ok := off.Admit(); !ok {
+	if _, ok := off.Admit("t"); !ok {
 		t.Fatal("refused with BACKLOG_ACCEPT 0")
 	}
 }
@@ -158,11 +173,11 @@ func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 	read(t, g, c, 5, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := g.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if err := g.Wait(ctx, "t"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait over the bound: %v, want its context's end", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- g.Wait(context.Background()) }()
+	go func() { done <- g.Wait(context.Background(), "t") }()
 	read(t, g, c, 0, 1)
 	select {
 	case err := <-done:
@@ -187,12 +202,134 @@ func TestTheBoundKeepsTheRateTheFleetShowedForFiveMinutes(t *testing.T) {
 	read(t, g, c, 0, 100) // 10 a second: a bound of 50
 	now = now.Add(4 * time.Minute)
 	read(t, g, c, 40, 20) // 2 a second now: 40 open are under the bound of the peak
-	if _, ok := g.Admit(); !ok {
+	if _, ok := g.Admit("t"); !ok {
 		t.Fatal("refused under the bound of the rate four minutes ago")
 	}
 	now = now.Add(2 * time.Minute)
 	read(t, g, c, 40, 20)
-	if after, ok := g.Admit(); ok || after != 16 {
+	if after, ok := g.Admit("t"); ok || after != 16 {
 		t.Fatalf("six minutes on, at 2 a second: (%d, %v), want (16, false): 31 over", after, ok)
+	}
+}
+
+// One tenant's flood holds the fleet's whole bound; another tenant under its
+// weighted share is still admitted, up to that share.
+func TestATenantUnderItsShareIsAdmittedWhileAnotherHoldsTheBound(t *testing.T) {
+	c := &counts{byTenant: map[string]int64{"a": 10, "b": 0}}
+	weights := map[string]float64{"a": 2, "b": 1}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10, TenantAttribute: "T",
+		Weight: func(tenant string) float64 { return weights[tenant] }})
+	read(t, g, c, 0, 20) // 2 a second: a bound of 10
+	for _, tenant := range []string{"a", "b", "x'"} {
+		g.Admit(tenant) // they ask: the next read counts each
+	}
+	read(t, g, c, 10, 20) // a's 10 (and the 2 admitted) fill the bound
+	if _, ok := g.Admit("a"); ok {
+		t.Fatal("the flooding tenant admitted over the bound and over its share")
+	}
+	// b weighs 1 of 3 (a 2, b 1; a name that cannot go into a query has no
+	// share): 10/3 of the bound, so 3 of b's are admitted and the 4th is not.
+	for i := range 3 {
+		if _, ok := g.Admit("b"); !ok {
+			t.Fatalf("b's order %d of 3 under its share refused", i+1)
+		}
+	}
+	if after, ok := g.Admit("b"); ok || after != 2 {
+		t.Fatalf("b's 4th, over its share: (%d, %v), want (2, false): 4 over at 2 a second", after, ok)
+	}
+	for _, q := range c.queries {
+		if strings.Contains(q, "x'") {
+			t.Fatalf("a tenant with a quote went into a query: %s", q)
+		}
+	}
+	if want := "TaskQueue = 'q' AND ExecutionStatus = 'Running' AND StartTime > '2026-12-06T11:59:30Z' AND T = 'b'"; !slices.Contains(c.queries, want) {
+		t.Fatalf("no count of b's open workflows among %q", c.queries)
+	}
+}
+
+// Work that waits where it costs nothing (an event in its topic) is admitted
+// under three quarters of the bound; a request to be answered now, under all
+// of it.
+func TestHeldWorkLeavesAQuarterOfTheBoundToRequests(t *testing.T) {
+	c := &counts{}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 1})
+	read(t, g, c, 15, 40) // 4 a second: a bound of 20, 15 for held work
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := g.Wait(ctx, "t"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held work at 16 of a held bound of 15: %v, want its context's end", err)
+	}
+	for i := range 5 {
+		if _, ok := g.Admit("t"); !ok {
+			t.Fatalf("request %d of the 5 under the whole bound refused", i+1)
+		}
+	}
+	if _, ok := g.Admit("t"); ok {
+		t.Fatal("the 21st admitted over a bound of 20")
+	}
+}
+
+// A tenant that has not asked for 30 s shares the bound no more: the one still
+// asking has all of it.
+func TestATenantThatStoppedAskingSharesTheBoundNoMore(t *testing.T) {
+	c := &counts{byTenant: map[string]int64{"a": 10, "b": 6}}
+	now := at
+	g, err := New(c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10, TenantAttribute: "T"}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(t, g, c, 0, 20) // a bound of 10
+	g.Admit("a")
+	g.Admit("b")
+	read(t, g, c, 16, 20)
+	if _, ok := g.Admit("b"); ok {
+		t.Fatal("b admitted at 7 over its half of a bound of 10")
+	}
+	now = now.Add(31 * time.Second)
+	read(t, g, c, 16, 20) // a's count is not read: it stopped asking
+	g.Admit("b")          // b asks on; the next read counts it
+	read(t, g, c, 16, 20)
+	for i := range 4 { // b's 6 open and 4 more are the whole bound
+		if _, ok := g.Admit("b"); !ok {
+			t.Fatalf("b's order %d of 4 refused under the whole bound, a gone", i+1)
+		}
+	}
+	if _, ok := g.Admit("b"); ok {
+		t.Fatal("b admitted at 11 over the whole bound of 10")
+	}
+	for _, q := range c.queries[len(c.queries)-3:] {
+		if strings.Contains(q, "T = 'a'") {
+			t.Fatalf("a's count read after it stopped asking: %s", q)
+		}
+	}
+}
+
+// The fleet's counts are read before each tenant's: meanwhile a tenant keeps
+// its share from the last read. Before, its share was unknown until its own
+// count came back, and on a busy machine that was most of each second: the
+// light tenant was refused for the other's flood.
+func TestATenantKeepsItsShareWhileItsCountIsRead(t *testing.T) {
+	c := &counts{byTenant: map[string]int64{"a": 10, "b": 0}}
+	g := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10, TenantAttribute: "T"})
+	read(t, g, c, 0, 20) // a bound of 10
+	g.Admit("a")
+	g.Admit("b")
+	read(t, g, c, 10, 20) // a's 10 fill it
+	c.mu.Lock()
+	c.slow, c.queries = make(chan struct{}), nil
+	c.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- g.Refresh(context.Background()) }()
+	for reading := false; !reading; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		reading = len(c.queries) == 3 // the fleet's two, and the first tenant's
+		c.mu.Unlock()
+	}
+	if _, ok := g.Admit("b"); !ok {
+		t.Fatal("b refused under its share while its count was being read")
+	}
+	close(c.slow)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -56,9 +56,19 @@ func (c Cluster) DialLeader(ctx context.Context, topic string, partition int) (*
 	return nil, fmt.Errorf("dial leader of %s/%d: %w", topic, partition, errors.Join(errs...))
 }
 
-// Client is an admin client of the cluster.
+// Client is an admin client of the cluster. Its transport keeps a connection
+// to the cluster and asks for its metadata every few seconds until CloseClient:
+// make one for many requests, and close it.
 func (c Cluster) Client() *kafka.Client {
 	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: 10 * time.Second, Transport: c.Transport()}
+}
+
+// CloseClient closes the connections a Client holds and stops its metadata
+// refresh.
+func CloseClient(cl *kafka.Client) {
+	if t, ok := cl.Transport.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 // NewReader returns a reader with the cluster's brokers and security set on cfg.

@@ -51,8 +51,7 @@ type Decision struct {
 
 // take moves the budget's due time one interval on, unless that would put it
 // more than ahead past now; it returns how far the due time then is past now,
-// and whether it moved. The database's clock is the fleet's one clock. A
-// budget whose interval changed (a tenant given its own limit) starts afresh.
+// and whether it moved. The database's clock is the fleet's one clock.
 const take = `
 INSERT INTO rate_slots AS s (name, due, every) VALUES ($1, statement_timestamp() + $2::interval, $2::interval)
 ON CONFLICT (name) DO UPDATE SET due = ` + since + ` + $2::interval, every = $2::interval
@@ -60,7 +59,17 @@ ON CONFLICT (name) DO UPDATE SET due = ` + since + ` + $2::interval, every = $2:
 RETURNING extract(epoch FROM due - statement_timestamp())::float8`
 
 // since is when the budget's next request is due, or now if that has passed.
-const since = `CASE WHEN s.every = $2::interval THEN greatest(s.due, statement_timestamp()) ELSE statement_timestamp() END`
+// A budget asked at another interval (a tenant given its own limit, or its
+// share of a shared budget read while tenants came and went, which processes
+// read each at its own time) keeps the requests already taken ahead, counted
+// at the new interval: started afresh, processes that disagreed on the
+// interval, turn about, took every request at once.
+const since = `CASE WHEN s.every = $2::interval THEN greatest(s.due, statement_timestamp())
+	ELSE statement_timestamp() + ` + takenAhead + ` END`
+
+// takenAhead is the time the requests taken ahead of now at the row's interval
+// take at $2's.
+const takenAhead = `greatest(s.due - statement_timestamp(), interval '0') * (extract(epoch FROM $2::interval) / extract(epoch FROM s.every))`
 
 // ahead is how far the budget's next due time is past now, once more taken.
 const ahead = `SELECT extract(epoch FROM ` + since + ` + $2::interval - statement_timestamp())::float8

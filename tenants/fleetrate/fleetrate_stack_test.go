@@ -69,6 +69,42 @@ func TestWaitHoldsOneRateAcrossProcesses(t *testing.T) {
 	}
 }
 
+// Processes that disagree on a row's rate (a tenant's share of a shared
+// budget, read by each at its own time while tenants come and go) wait on it
+// at 10 and 5 a second, turn about, for three seconds: the row admits no more
+// than the faster rate would (30, and its burst and horizon). A row that
+// started afresh at each change of rate admitted every request at once.
+func TestARateThatChangesKeepsTheTurnsTaken(t *testing.T) {
+	pool := stacktest.Pool(t)
+	rates := fleetrate.New(pool)
+	name := stacktest.Name("budget")
+	limits := []fleetrate.Limit{{Rate: 10, Burst: 1}, {Rate: 5, Burst: 1}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	admitted := 0
+	var wg sync.WaitGroup
+	for _, lim := range limits {
+		for range 4 {
+			wg.Go(func() {
+				for rates.Wait(ctx, name, lim, time.Second) == nil {
+					mu.Lock()
+					admitted++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("%d admitted in 3 s at 10 and 5 a second", admitted)
+	if admitted > 30+1+10 {
+		t.Errorf("%d admitted in 3 s, over the faster rate's 30, its burst and a second ahead", admitted)
+	}
+	if admitted < 15 {
+		t.Errorf("%d admitted in 3 s, fewer than the slower rate's 15", admitted)
+	}
+}
+
 // Take admits the burst, then refuses with the time until the next request,
 // counting down what remains; Wait and Take share the budget.
 func TestTakeRefusesPastTheBurst(t *testing.T) {

@@ -227,12 +227,13 @@ func (ls *Leases) giveBack(name string, le *lease, gen int) {
 
 // grant gives back $4 tokens not spent, then takes up to $5 (at most what the
 // row holds), in one statement: the row is locked, read, then moved. No row
-// is no answer: the budget's first lease makes it (start).
+// is no answer: the budget's first lease makes it (start). A lease at another
+// interval gives nothing back and keeps what was taken ahead (since).
 const grant = `
 WITH cur AS (
 	SELECT s.name, CASE WHEN s.every = $2::interval
 		THEN greatest(s.due - $2::interval * $4::int, statement_timestamp())
-		ELSE statement_timestamp() END AS since, s.every = $2::interval AS same
+		ELSE statement_timestamp() + ` + takenAhead + ` END AS since, s.every = $2::interval AS same
 	FROM rate_slots s WHERE s.name = $1 FOR UPDATE),
 took AS (
 	SELECT name, since, same, greatest(0, least($5::int,

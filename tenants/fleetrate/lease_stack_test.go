@@ -139,3 +139,39 @@ func TestConcurrentLeasesNeverAdmitPastTheBudget(t *testing.T) {
 		t.Fatalf("admitted %d in all, want the budget's 40", n)
 	}
 }
+
+// Two processes that disagree on a tenant's limit (a limit just changed, which
+// each reads again at its own time) take its budget at 100 a second (burst
+// 10) and 50 (burst 5), a request a millisecond each, for two seconds: the
+// fleet admits no more than the higher limit would, within 10%. Leases that
+// started afresh at each change of limit each took a burst at once.
+func TestLeasesAtTwoLimitsKeepWhatWasTaken(t *testing.T) {
+	limits := []fleetrate.Limit{{Rate: 100, Burst: 10}, {Rate: 50, Burst: 5}}
+	const d = 2 * time.Second
+	want := int(limits[0].Rate*d.Seconds()) + limits[0].Burst
+	var statements, admitted atomic.Int64
+	name := stacktest.Name("budget")
+	processes := fleet(t, 2, 0, &statements)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i, ls := range processes {
+		wg.Go(func() {
+			for time.Since(began) < d {
+				dec, err := ls.Take(context.Background(), name, limits[i])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if dec.Allowed {
+					admitted.Add(1)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d admitted in %s at %g and %g a second", admitted.Load(), d, limits[0].Rate, limits[1].Rate)
+	if got := int(admitted.Load()); got > want*11/10 {
+		t.Errorf("%d admitted, over the higher limit's %d and 10%%", got, want)
+	}
+}

@@ -81,6 +81,8 @@ func (r *row) lease(_ context.Context, _ string, l Limit, back, want int) (int, 
 	since, same := now, r.every == every
 	if same {
 		since = later(r.due.Add(-time.Duration(back)*every), now)
+	} else if ahead := r.due.Sub(now); ahead > 0 {
+		since = now.Add(time.Duration(float64(ahead) * every.Seconds() / r.every.Seconds()))
 	}
 	full := time.Duration(l.Burst) * every
 	n := max(0, min(want, int(math.Floor(now.Add(full).Sub(since).Seconds()/every.Seconds()+1e-9))))
@@ -175,8 +177,7 @@ func TestLeaseSizes(t *testing.T) {
 }
 
 // A process that stops spending gives its lease's rest back once it ends, so
-// another process can spend it; a lease of the budget at another limit starts
-// afresh.
+// another process can spend it.
 func TestUnspentLeaseGoesBack(t *testing.T) {
 	c := &clock{at: time.Unix(1e9, 0)}
 	r := &row{clock: c}

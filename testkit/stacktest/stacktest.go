@@ -210,7 +210,9 @@ func RecreateTopic(tb testing.TB, topic string, partitions int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := Kafka(tb)
-	resp, err := c.Client().DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	cl := c.Client()
+	defer kafkaclient.CloseClient(cl)
+	resp, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	if err == nil {
 		err = resp.Errors[topic]
 	}
@@ -240,6 +242,52 @@ func EndOffset(tb testing.TB, topic string, partition int) int64 {
 		tb.Fatal(err)
 	}
 	return end
+}
+
+// Committed returns the group's committed offset of each of the topic's
+// partitions 0 to partitions-1 (0 for none). A broker that answers with an
+// error (a coordinator loading or moving, on a busy machine) is asked again for
+// up to 30 s: read as no partitions, or as offsets of -1, an error looked like
+// offsets all committed, or none.
+func Committed(tb testing.TB, cl *kafka.Client, group, topic string, partitions int) map[int]int64 {
+	tb.Helper()
+	var asked []int
+	for p := range partitions {
+		asked = append(asked, p)
+	}
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		out, err := committed(cl, group, topic, asked)
+		if err == nil {
+			return out
+		}
+		last = err
+	}
+	tb.Fatalf("committed offsets of %s on %s: %v", group, topic, last)
+	return nil
+}
+
+func committed(cl *kafka.Client, group, topic string, partitions []int) (map[int]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: partitions}})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]int64{}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("partition %d: %w", p.Partition, p.Error)
+		}
+		out[p.Partition] = max(p.CommittedOffset, 0)
+	}
+	if len(out) != len(partitions) {
+		return nil, fmt.Errorf("%d of %d partitions answered", len(out), len(partitions))
+	}
+	return out, nil
 }
 
 // Runs counts the runs of a workflow ID known to Temporal's visibility store.
