@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,10 @@ type Base struct {
 	Registry *prometheus.Registry
 }
 
+// dialPatience is how long a starting process waits for Temporal's frontend to
+// answer: the minute its deployment's startup probe gives it.
+const dialPatience = time.Minute
+
 // Open connects to Postgres and Temporal, both traced through t.
 func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog.Logger) (*Base, error) {
 	if c.DBMaxConns < 0 || c.DBMaxConns > math.MaxInt32 {
@@ -55,10 +60,10 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 		pool.Close()
 		return nil, err
 	}
-	tc, err := temporalclient.Dial(ctx, temporalclient.Settings{
+	tc, err := temporalclient.DialWithin(ctx, temporalclient.Settings{
 		Connection: c.Temporal, Codec: codec, Metrics: sdkMetrics,
 		Interceptors: []interceptor.ClientInterceptor{traced}, Logger: logger,
-	})
+	}, dialPatience)
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -6,12 +6,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc/codes"
 
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 )
@@ -63,6 +66,39 @@ func Dial(ctx context.Context, s Settings) (client.Client, error) {
 		return nil, fmt.Errorf("dial temporal at %s: %w", s.Connection.HostPort, err)
 	}
 	return c, nil
+}
+
+// DialWithin dials as Dial does, and asks again, for up to within, while the
+// frontend does not answer: a server that is starting, restarting or too busy to
+// answer in the SDK's 5 s. A process that exited instead would wait for its
+// supervisor to start it again, later. An answer that refuses (credentials, a
+// namespace) ends it at once.
+func DialWithin(ctx context.Context, s Settings, within time.Duration) (client.Client, error) {
+	give := time.Now().Add(within)
+	wait := 500 * time.Millisecond
+	for {
+		c, err := Dial(ctx, s)
+		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().Add(wait).After(give) {
+			return c, err
+		}
+		s.Logger.Warn("temporal frontend not answering; dialing again", "in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dial temporal at %s: %w", s.Connection.HostPort, ctx.Err())
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// unanswered reports whether err is the frontend's silence (no connection, or no
+// answer in time) rather than its refusal.
+func unanswered(err error) bool {
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 // Options are the client options of Dial.
