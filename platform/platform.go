@@ -19,6 +19,7 @@ import (
 	"github.com/orderflow/orderflow/platform/cli"
 	"github.com/orderflow/orderflow/platform/config"
 	"github.com/orderflow/orderflow/platform/database"
+	"github.com/orderflow/orderflow/platform/patience"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/platform/telemetry"
 	"github.com/orderflow/orderflow/platform/temporalclient"
@@ -35,8 +36,9 @@ type Base struct {
 	Registry *prometheus.Registry
 }
 
-// dialPatience is how long a starting process waits for Temporal's frontend to
-// answer: the minute its deployment's startup probe gives it.
+// dialPatience is how long a starting process waits for PostgreSQL and
+// Temporal's frontend to answer: the minute its deployment's startup probe gives
+// it.
 const dialPatience = time.Minute
 
 // Open connects to Postgres and Temporal, both traced through t.
@@ -44,7 +46,13 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 	if c.DBMaxConns < 0 || c.DBMaxConns > math.MaxInt32 {
 		return nil, fmt.Errorf("DB_MAX_CONNS=%d: out of range", c.DBMaxConns)
 	}
-	pool, err := database.Open(ctx, c.DatabaseURL, int32(c.DBMaxConns), t.Pgx())
+	maxConns := int32(c.DBMaxConns)
+	give := time.Now().Add(dialPatience) // one minute for both
+	var pool *pgxpool.Pool
+	err := patience.Do(ctx, dialPatience, logger, "postgres", database.Unanswered, func() (err error) {
+		pool, err = database.Open(ctx, c.DatabaseURL, maxConns, t.Pgx())
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +71,7 @@ func Open(ctx context.Context, c config.Common, t *tracing.Tracing, logger *slog
 	tc, err := temporalclient.DialWithin(ctx, temporalclient.Settings{
 		Connection: c.Temporal, Codec: codec, Metrics: sdkMetrics,
 		Interceptors: []interceptor.ClientInterceptor{traced}, Logger: logger,
-	}, dialPatience)
+	}, time.Until(give))
 	if err != nil {
 		pool.Close()
 		return nil, err

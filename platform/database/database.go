@@ -3,10 +3,14 @@ package database
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -40,6 +44,19 @@ func open(ctx context.Context, url string, maxConns int32, set func(*pgx.ConnCon
 		return nil, fmt.Errorf("ping %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	return pool, nil
+}
+
+// Unanswered reports whether err, from Open, is PostgreSQL's silence or its not
+// taking connections yet (starting up, shutting down: SQLSTATE class 57P), rather
+// than a refusal of this client (credentials, a database that does not exist).
+func Unanswered(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr)
 }
 
 // Migrate applies every pending migration. A Postgres advisory lock makes concurrent

@@ -16,6 +16,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/grpc/codes"
 
+	"github.com/orderflow/orderflow/platform/patience"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 )
 
@@ -70,25 +71,15 @@ func Dial(ctx context.Context, s Settings) (client.Client, error) {
 
 // DialWithin dials as Dial does, and asks again, for up to within, while the
 // frontend does not answer: a server that is starting, restarting or too busy to
-// answer in the SDK's 5 s. A process that exited instead would wait for its
-// supervisor to start it again, later. An answer that refuses (credentials, a
-// namespace) ends it at once.
+// answer in the SDK's 5 s. An answer that refuses (credentials, a namespace)
+// ends it at once.
 func DialWithin(ctx context.Context, s Settings, within time.Duration) (client.Client, error) {
-	give := time.Now().Add(within)
-	wait := 500 * time.Millisecond
-	for {
-		c, err := Dial(ctx, s)
-		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().Add(wait).After(give) {
-			return c, err
-		}
-		s.Logger.Warn("temporal frontend not answering; dialing again", "in", wait, "err", err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, fmt.Errorf("dial temporal at %s: %w", s.Connection.HostPort, ctx.Err())
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
+	var c client.Client
+	err := patience.Do(ctx, within, s.Logger, "temporal frontend", unanswered, func() (err error) {
+		c, err = Dial(ctx, s)
+		return err
+	})
+	return c, err
 }
 
 // unanswered reports whether err is the frontend's silence (no connection, or no
