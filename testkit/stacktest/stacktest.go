@@ -32,6 +32,7 @@ import (
 	"github.com/orderflow/orderflow/orders/orderstore"
 	"github.com/orderflow/orderflow/platform/database"
 	"github.com/orderflow/orderflow/platform/kafkaclient"
+	"github.com/orderflow/orderflow/platform/patience"
 	"github.com/orderflow/orderflow/platform/payloadcodec"
 	"github.com/orderflow/orderflow/platform/temporalclient"
 	"github.com/orderflow/orderflow/testkit"
@@ -104,12 +105,13 @@ func TemporalWithKeys(tb testing.TB, keys string, interceptors ...interceptor.Cl
 		opts = temporalclient.Settings{Connection: conn, Codec: payloadcodec.New(ring), Logger: Logger(tb)}.Options()
 	}
 	opts.Interceptors = interceptors
-	c, err := client.Dial(opts)
-	// A busy server may answer the dial's health check late: dialled again, for
-	// a minute in all.
-	for deadline := time.Now().Add(time.Minute); err != nil && timedOut(err) && time.Now().Before(deadline); {
+	// A busy server may answer the dial's health check late: dialled again, with
+	// the patience of the worker and the API, for a minute in all.
+	var c client.Client
+	err = patience.Do(context.Background(), time.Minute, Logger(tb), "temporal frontend", timedOut, func() (err error) {
 		c, err = client.Dial(opts)
-	}
+		return err
+	})
 	if err != nil {
 		tb.Fatalf("dial temporal: %v", err)
 	}
