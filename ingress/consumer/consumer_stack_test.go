@@ -356,6 +356,9 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	var stop atomic.Bool
 	var produced []string
 	var mu sync.Mutex
+	// ended is cancelled only when the row ends: a row that fails before it waits
+	// for the producer stops it there, mid-write too.
+	ended, end := context.WithCancel(context.Background())
 	producerDone := make(chan struct{})
 	go func() {
 		defer close(producerDone)
@@ -365,7 +368,10 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 			id := fmt.Sprintf("load-%d", i)
 			msg := kafka.Message{Key: []byte(id), Value: event(id, p.tenant)}
 			if !stacktest.Within(2*time.Minute, func() bool {
-				err := w.WriteMessages(context.Background(), msg)
+				err := w.WriteMessages(ended, msg)
+				if ended.Err() != nil {
+					return true // the row has ended: nothing is written again
+				}
 				if err != nil {
 					t.Logf("produce %s: %v; writing it again", id, err)
 				}
@@ -374,12 +380,22 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 				t.Errorf("produce %s: not acknowledged in 2 minutes", id)
 				return
 			}
+			if ended.Err() != nil {
+				return
+			}
 			mu.Lock()
 			produced = append(produced, id)
 			mu.Unlock()
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	// The producer never outlives the row: a row that ends before it waits for
+	// the producer (a failure) stops it and waits for it here.
+	t.Cleanup(func() {
+		stop.Store(true)
+		end()
+		<-producerDone
+	})
 
 	// A minute or more on a machine the other lanes keep busy.
 	stacktest.Eventually(t, 3*time.Minute, "charges to be in flight", func() bool { return p.Sim.InFlight() > 0 && p.processed(t) > 20 })
