@@ -97,7 +97,7 @@ func workerMeanings() map[string]string {
 		"DLQ_TOPIC":                 "dead-letter topic for poison messages",
 		"CONSUMER_GROUP":            "consumer group (with the tenant, the dedup scope of `processed_events`)",
 		"CONSUMER_IN_FLIGHT":        "messages handled at once by one worker, over all its partitions",
-		"CONSUMER_MAX_UNCOMMITTED":  "messages a partition holds behind its oldest unsettled one before fetching pauses (gauge `orderflow_consumer_uncommitted_messages`)",
+		"CONSUMER_MAX_UNCOMMITTED":  "messages a partition holds behind its oldest unsettled one before fetching pauses (gauge `orderflow_consumer_uncommitted_messages`); a quarter of it may wait for one tenant's budget, the rest of that tenant's events are parked (offsets only, 64 times it at most) and read again as the budget allows",
 		"CONSUMER_COMMIT_INTERVAL":  "how often each partition commits its watermark",
 		"PAYMENTS_RATE":             "the provider account's rate limit, in requests a second, held across every worker and API process calling it (one budget in PostgreSQL) and handed to tenants by their FAIRNESS_WEIGHTS when requests wait; set it to the account's limit (Stripe: 100 live, 25 in test mode) whatever the number of replicas; 0 for none. A 429 from the provider is retried, never a failure",
 		"TENANT_CACHE_TTL":          "how long the consumer trusts that an event's tenant exists; a tenant whose keys are all revoked is refused after it",

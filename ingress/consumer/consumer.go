@@ -119,8 +119,9 @@ type Consumer struct {
 
 	failing atomic.Int64  // handlers currently retrying a transient failure
 	slots   chan struct{} // one per message in flight, over all partitions
-	// unslotted counts handlers that gave their slot back while they waited for
-	// their tenant's budget: the next handlers to finish keep theirs for them.
+	// unslotted counts handlers that run on after waiting for their tenant's
+	// budget without a slot (none was free): the next handlers to finish keep
+	// theirs for them.
 	unslotted atomic.Int64
 }
 
@@ -196,13 +197,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 }
 
+// attempts is what a message's handler carries from one attempt to the next.
+type attempts struct {
+	room      *room  // where it waits for its tenant's budget; nil: spent already
+	unslotted bool   // its slot was given back while it waited (spend)
+	sent      bool   // an attempt's start went out without an answer
+	tenant    string // the event's, once decoded
+}
+
 // handle turns one message into at most one workflow start. A nil error means the
-// message is settled (started, duplicate, or dead-lettered) and may be committed.
-// unslotted is set once the message's handler has given its slot back (spend);
-// sent, once an attempt's start went out without an answer.
-func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted, sent *bool) error {
+// message is settled (started, duplicate, or dead-lettered) and may be committed;
+// errParked, that it waits for its tenant's budget outside the window.
+func (c *Consumer) handle(ctx context.Context, m kafka.Message, a *attempts) error {
 	ev, err := c.decoder.Decode(m)
 	if err == nil {
+		a.tenant = ev.Tenant
 		var known bool
 		if known, err = c.tenants.Exists(ctx, ev.Tenant); err != nil {
 			return err
@@ -214,7 +223,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted, sent 
 	if err != nil {
 		return c.deadLetter(ctx, m, err)
 	}
-	if err := c.spend(ctx, ev.Tenant, unslotted); err != nil {
+	if err := c.spend(ctx, a); err != nil {
 		return err
 	}
 	var out intake.Result
@@ -228,7 +237,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted, sent 
 		c.m.starts.Inc()
 		c.m.startSeconds.Observe(out.StartTook.Seconds())
 	case intake.Replayed:
-		if *sent {
+		if a.sent {
 			// An earlier attempt's start went out and its answer was lost (a
 			// timeout on a busy server): it is what started it, no redelivery.
 			c.m.starts.Inc()
@@ -238,7 +247,7 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted, sent 
 	case intake.Mismatch:
 		return c.deadLetter(ctx, m, fmt.Errorf("%s was used with a different %s", ev, ev.Kind.Name()))
 	case intake.Unavailable:
-		*sent = true
+		a.sent = true
 		return out.Err
 	default: // never settle what was not placed
 		return fmt.Errorf("%s: unexpected intake outcome %d", ev, out.Kind)
@@ -246,34 +255,53 @@ func (c *Consumer) handle(ctx context.Context, m kafka.Message, unslotted, sent 
 	return nil
 }
 
-// spend waits for the tenant's budget to allow one more event, with this
-// handler's slot given back, so a tenant over its budget cannot hold every slot.
-// It goes on without taking one again: waiting for a slot here could wait on
-// fetchers that hold slots until their partition's window, full of waiting
-// events, moves. The next handler to finish keeps its slot for it instead
-// (releaseSlot), so the slots still count the handlers running.
-func (c *Consumer) spend(ctx context.Context, tenant string, unslotted *bool) error {
-	if c.opts.Budget == nil {
+// spend waits for the tenant's budget to allow one more event, in the tenant's
+// part of the partition's room, with this handler's slot given back, so the
+// events waiting for a budget hold no slot. With the room full it parks the event instead
+// (errParked), unless an earlier attempt's start went out: that one waits, so
+// its answer is counted as its own. After the wait it takes a slot again if one
+// is free, and goes on without one if not: waiting for a slot here could wait on
+// fetchers that hold slots until their partition's window moves. The next
+// handler to finish keeps its slot for it instead (releaseSlot), so the slots
+// still count the handlers running.
+func (c *Consumer) spend(ctx context.Context, a *attempts) error {
+	if c.opts.Budget == nil || a.room == nil {
 		return nil
 	}
-	if !*unslotted { // once per message, whatever its attempts
-		*unslotted = true
+	if !a.sent {
+		if !a.room.enter(a.tenant) {
+			return errParked
+		}
+		defer a.room.leave(a.tenant)
+	}
+	if !a.unslotted { // once per message, whatever its attempts
+		a.unslotted = true
 		<-c.slots
-		c.unslotted.Add(1)
+		defer c.retakeSlot()
 	}
 	began := time.Now()
-	err := c.opts.Budget.Wait(ctx, tenant)
+	err := c.opts.Budget.Wait(ctx, a.tenant)
 	if time.Since(began) > time.Millisecond {
 		c.m.budgetWaits.Inc()
 	}
 	if err != nil {
-		return fmt.Errorf("tenant %s over its budget: %w", tenant, err)
+		return fmt.Errorf("tenant %s over its budget: %w", a.tenant, err)
 	}
 	return nil
 }
 
-// releaseSlot gives a finished handler's slot back, unless a handler that gave
-// its own back while it waited runs on it.
+// retakeSlot takes a slot for a handler that waited without one, or leaves it
+// owed (unslotted).
+func (c *Consumer) retakeSlot() {
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		c.unslotted.Add(1)
+	}
+}
+
+// releaseSlot gives a finished handler's slot back, unless a handler that runs
+// on without one (retakeSlot) is owed it.
 func (c *Consumer) releaseSlot() {
 	for {
 		n := c.unslotted.Load()
@@ -287,9 +315,10 @@ func (c *Consumer) releaseSlot() {
 	}
 }
 
-// process retries handle with capped backoff until it settles the message or ctx
-// ends; it never skips a message.
-func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
+// process retries handle with capped backoff until it settles the message, parks
+// it (with the tenant whose budget it waits for), or ctx ends; it never skips a
+// message. room is where it waits for its tenant's budget (nil: spent already).
+func (c *Consumer) process(ctx context.Context, m kafka.Message, room *room) (outcome, string) {
 	if c.t != nil { // one span over every attempt, in the producer's trace
 		var span trace.Span
 		ctx, span = c.t.Tracer().Start(c.t.Extract(ctx, m.Headers), "consume "+m.Topic, trace.WithSpanKind(trace.SpanKindConsumer),
@@ -304,18 +333,22 @@ func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
 			c.failing.Add(-1)
 		}
 	}()
-	unslotted, sent := false, false
+	a := attempts{room: room}
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		err := c.handle(ctx, m, &unslotted, &sent)
+		err := c.handle(ctx, m, &a)
 		if err == nil {
 			if attempt == 1 {
 				c.m.eventSeconds.Observe(time.Since(began).Seconds())
 			}
-			return true
+			return done, ""
+		}
+		if errors.Is(err, errParked) {
+			c.m.parked.Inc()
+			return parkedOut, a.tenant
 		}
 		if ctx.Err() != nil {
-			return false
+			return abandoned, ""
 		}
 		if !counted {
 			counted = true
@@ -323,7 +356,7 @@ func (c *Consumer) process(ctx context.Context, m kafka.Message) bool {
 		}
 		c.logger.WarnContext(ctx, "message not settled; retrying", "partition", m.Partition, "offset", m.Offset, "attempt", attempt, "err", err)
 		if !backoff.wait(ctx) {
-			return false
+			return abandoned, ""
 		}
 	}
 }

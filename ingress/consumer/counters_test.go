@@ -60,7 +60,7 @@ func TestStartsAndDuplicatesCountEachEventOnce(t *testing.T) {
 			m := NewMetrics(prometheus.NewRegistry())
 			c := New(Options{}, nil, nil, nil, nil, in, everyTenant{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m, nil)
 			msg := kafka.Message{Value: []byte(fmt.Sprintf(`{"eventId":"e-1","tenant":"acme","order":%s}`, orderJSON))}
-			if !c.process(context.Background(), msg) {
+			if out, _ := c.process(context.Background(), msg, nil); out != done {
 				t.Fatal("the event was not settled")
 			}
 			if len(in.answers) != 0 {

@@ -18,6 +18,7 @@ type Metrics struct {
 	owned         prometheus.Gauge
 	staleCommits  prometheus.Counter
 	budgetWaits   prometheus.Counter
+	parked        prometheus.Counter
 	outOfRange    *prometheus.CounterVec
 	lost          prometheus.Counter
 }
@@ -54,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"partition"}),
 		uncommitted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "orderflow_consumer_uncommitted_messages",
-			Help: "Messages a partition holds fetched but not yet committed (bounded by CONSUMER_MAX_UNCOMMITTED).",
+			Help: "Messages a partition holds fetched but not yet committed (bounded by CONSUMER_MAX_UNCOMMITTED, and by 64 times it behind a parked event: those are offsets, not bodies).",
 		}, []string{"partition"}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "orderflow_consumer_rebalances_total", Help: "Consumer-group generations this member joined.",
@@ -71,6 +72,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		budgetWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "orderflow_consumer_budget_waits_total", Help: "Events that waited for their tenant's request budget (TENANT_RATE, api limits set): never dropped or dead-lettered for it.",
 		}),
+		parked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "orderflow_consumer_parked_total", Help: "Events over their tenant's budget parked out of their partition's window, with its tenant's part of the waiting room (a quarter of CONSUMER_MAX_UNCOMMITTED) full: read again from the topic as the budget allows, so the other tenants' events behind them go on.",
+		}),
 		outOfRange: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orderflow_consumer_offset_out_of_range_total",
 			Help: "Times a partition's offset was outside what the broker holds: beyond_end (the topic was recreated or offsets restored from elsewhere; re-read from the first offset) or before_start (retention deleted events before they were read).",
@@ -81,6 +85,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.consumed, m.starts, m.duplicates, m.deadLettered, m.commitSeconds, m.eventSeconds, m.startSeconds, m.lag, m.uncommitted,
-		m.rebalances, m.generation, m.owned, m.staleCommits, m.budgetWaits, m.outOfRange, m.lost)
+		m.rebalances, m.generation, m.owned, m.staleCommits, m.budgetWaits, m.parked, m.outOfRange, m.lost)
 	return m
 }

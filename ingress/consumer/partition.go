@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 // InFlight slots;
 // the contiguous watermark of settled messages is committed through the generation,
 // never past a message that is not settled. It holds at most MaxUncommitted messages
-// behind its oldest unsettled one; when full, it stops fetching.
+// behind its oldest unsettled one (64 times as many behind a parked one, whose
+// body it drops: parked.go); when full, it stops fetching.
 type partition struct {
 	c     *Consumer
 	gen   *kafka.Generation
@@ -28,16 +31,32 @@ type partition struct {
 	committed int64
 	results   chan result     // from handlers
 	work      context.Context // handlers' context: cancelled only to abandon them
+	abandon   context.CancelFunc
+	// stopFetching ends the fetch and any refetch.
+	stopFetching context.CancelFunc
+	w            *window
+	room         *room          // handlers waiting for their tenant's budget
+	refetched    chan refetched // from the refetch running, each holding a slot
+	pass         chan struct{}  // closed when the refetch running ends; nil: none runs
+	// rereader reads parked messages again, at rereadAt next (-1: unknown);
+	// only a refetch uses it, one at a time.
+	rereader PartitionReader
+	rereadAt int64
 }
 
-type slot struct {
-	m       kafka.Message
-	settled bool
-}
+// outcome is what a handler did with its message.
+type outcome uint8
+
+const (
+	abandoned outcome = iota // not settled: the next owner handles it
+	done                     // settled: started, duplicate, or dead-lettered
+	parkedOut                // over its tenant's budget: read again when it allows
+)
 
 type result struct {
 	offset  int64
-	settled bool
+	outcome outcome
+	tenant  string // parkedOut: whose budget
 }
 
 // runPartition runs until the generation ends (a rebalance: in-flight work gets
@@ -49,7 +68,8 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	work, abandon := context.WithCancel(context.Background())
 	defer abandon()
 	p := &partition{c: c, gen: gen, id: a.ID, held: c.m.uncommitted.WithLabelValues(label), lag: c.m.lag.WithLabelValues(label),
-		results: make(chan result), work: work}
+		results: make(chan result), work: work, abandon: abandon, w: &window{},
+		room: newRoom(c.opts.MaxUncommitted / 4), refetched: make(chan refetched)}
 	defer p.held.Set(0)
 	for _, position := range []string{"beyond_end", "before_start"} {
 		c.m.outOfRange.WithLabelValues(label, position) // at 0 from the start, so increase() sees the first
@@ -69,109 +89,218 @@ func (c *Consumer) runPartition(genCtx context.Context, drain <-chan struct{}, g
 	}
 	fetchCtx, stopFetching := context.WithCancel(genCtx)
 	defer stopFetching()
+	p.stopFetching = stopFetching
 	in := make(chan kafka.Message) // each message on it holds a slot
 	idle := make(chan int64)       // the reader's position, when it had nothing to hand over
 	go p.fetch(fetchCtx, reader, in, idle)
 	p.committed = a.Offset
-
-	w := &window{}
-	// finish stops fetching, waits for in-flight handlers until the deadline, then
-	// abandons the rest, and commits what settled.
-	finish := func(within time.Duration) {
-		stopFetching()
-		deadline := time.After(within)
-		for w.inflight > 0 {
-			select {
-			case r := <-p.results:
-				w.settle(r)
-			case <-deadline:
-				abandon() // handlers give up what they have not settled
-				deadline = nil
-			}
-		}
-		p.commitThrough(w)
+	p.loop(fetchCtx, drain, in, idle)
+	if p.rereader != nil { // no refetch runs after loop
+		p.rereader.Close()
 	}
-	tick := time.NewTicker(c.opts.CommitInterval)
+}
+
+// loop takes fetched and refetched messages while the window has room, settles
+// handlers' results and commits, until drain closes or ctx (the generation's
+// fetching) ends.
+func (p *partition) loop(ctx context.Context, drain <-chan struct{}, in <-chan kafka.Message, idle <-chan int64) {
+	w := p.w
+	tick := time.NewTicker(p.c.opts.CommitInterval)
 	defer tick.Stop()
 	for {
 		p.held.Set(float64(len(w.queue) + len(in)))
+		if p.pass == nil && w.parked > 0 {
+			p.pass = p.startRefetch(ctx, w.toRefetch())
+		}
 		take := in
-		if w.full(c.opts.MaxUncommitted) {
+		if w.full(p.c.opts.MaxUncommitted) {
 			take = nil // the fetcher blocks, so this partition stops fetching
 		}
 		select {
 		case m := <-take:
-			w.add(m)
-			p.handle(m)
+			w.add(m.Offset)
+			p.handle(m, p.room)
 		case r := <-p.results:
 			w.settle(r)
+		case f := <-p.refetched:
+			w.refetched(f.offset, f.gone)
+			if !f.gone {
+				p.handle(f.m, nil) // its budget is spent
+			}
+		case <-p.pass:
+			p.pass = nil
 		case <-tick.C:
-			p.commitThrough(w)
+			p.commitThrough()
 		case pos := <-idle:
 			// Everything read was handed over: with nothing unsettled, the
 			// partition commits through what the reader passed over too
 			// (transaction markers, aborted records), so lag reaches 0.
-			p.commitThrough(w)
+			p.commitThrough()
 			if len(w.queue) == 0 && w.inflight == 0 && pos > 0 && pos > p.committed {
 				p.commitAt(pos)
 			}
 		case <-drain:
-			finish(c.opts.DrainTimeout)
+			p.finish(p.c.opts.DrainTimeout)
 			return
-		case <-genCtx.Done():
-			finish(c.opts.RevokeBound)
+		case <-ctx.Done():
+			p.finish(p.c.opts.RevokeBound)
 			return
 		}
 	}
 }
 
-// window is a partition's messages in offset order, from the oldest unsettled one:
-// what may be committed is the contiguous run of settled messages before it.
-type window struct {
-	queue     []*slot
-	inflight  int
-	watermark *kafka.Message // last contiguous settled message, not yet committed
+// finish stops fetching and refetching, waits for in-flight handlers until the
+// deadline, then abandons the rest, and commits what settled.
+func (p *partition) finish(within time.Duration) {
+	p.stopFetching()
+	deadline := time.After(within)
+	for p.w.inflight > 0 || p.pass != nil {
+		select {
+		case r := <-p.results:
+			p.w.settle(r)
+		case f := <-p.refetched:
+			if !f.gone {
+				<-p.c.slots // not run: it stays parked for the next owner
+			}
+		case <-p.pass:
+			p.pass = nil
+		case <-deadline:
+			p.abandon() // handlers give up what they have not settled
+			deadline = nil
+		}
+	}
+	p.commitThrough()
 }
 
-// add takes m, in offset order, as in flight.
-func (w *window) add(m kafka.Message) {
-	w.queue = append(w.queue, &slot{m: m})
+// window is a partition's messages in offset order, from the oldest unsettled one:
+// what may be committed is the contiguous run of settled messages before it. It
+// keeps offsets only: a message's body lives with its handler.
+type window struct {
+	queue    []*slot
+	inflight int // handlers running: the bodies the partition holds
+	parked   int // parked messages in the queue, a refetch's included
+	// watermark is the last contiguous settled offset, not yet committed when
+	// marked.
+	watermark int64
+	marked    bool
+}
+
+type slotState uint8
+
+const (
+	running    slotState = iota // handed to a handler (or abandoned by one)
+	settled                     // may be committed
+	parked                      // over its tenant's budget: waits to be read again
+	refetching                  // parked, and in a refetch
+)
+
+type slot struct {
+	offset int64
+	state  slotState
+	tenant string // parked: whose budget it waits for
+}
+
+// trackedPerHeld is how many offsets a window tracks behind a parked message per
+// body it may hold: parked messages cost an offset, not a body, so the other
+// tenants' events behind them go on.
+const trackedPerHeld = 64
+
+// add takes the message at offset, in offset order, as in flight.
+func (w *window) add(offset int64) {
+	w.queue = append(w.queue, &slot{offset: offset})
 	w.inflight++
 }
 
-// full reports whether the window holds max messages behind its oldest unsettled one.
-func (w *window) full(max int) bool { return len(w.queue) >= max }
+// full reports whether the partition must stop taking messages: max bodies in
+// flight, or max messages behind its oldest unsettled one. Behind a parked
+// message, trackedPerHeld times as many: a message still running bounds what a
+// new owner reads again after a crash as before, a parked one waits on a
+// tenant's budget and must not hold the others' events.
+func (w *window) full(max int) bool {
+	limit := max
+	if w.parked > 0 {
+		limit = max * trackedPerHeld
+	}
+	return w.inflight >= max || len(w.queue) >= limit
+}
+
+// find returns the slot at offset, or nil.
+func (w *window) find(offset int64) *slot {
+	i, ok := slices.BinarySearchFunc(w.queue, offset, func(s *slot, o int64) int { return cmp.Compare(s.offset, o) })
+	if !ok {
+		return nil
+	}
+	return w.queue[i]
+}
 
 // settle records a handler's result and moves the watermark over settled messages.
 func (w *window) settle(r result) {
 	w.inflight--
-	if !r.settled {
+	s := w.find(r.offset)
+	switch {
+	case s == nil || r.outcome == abandoned:
 		return // stays in the queue: nothing after it is committed
+	case r.outcome == parkedOut:
+		s.state, s.tenant = parked, r.tenant
+		w.parked++
+		return
 	}
-	for _, s := range w.queue {
-		if s.m.Offset == r.offset {
-			s.settled = true
-		}
-	}
-	for len(w.queue) > 0 && w.queue[0].settled {
-		w.watermark = &w.queue[0].m
+	s.state = settled
+	w.advance()
+}
+
+// advance moves the watermark over the settled messages at the queue's head.
+func (w *window) advance() {
+	for len(w.queue) > 0 && w.queue[0].state == settled {
+		w.watermark, w.marked = w.queue[0].offset, true
+		w.queue[0] = nil
 		w.queue = w.queue[1:]
 	}
 }
 
-// handle hands m to a handler; the result comes back on p.results.
-func (p *partition) handle(m kafka.Message) {
+// toRefetch hands the parked messages not yet in a refetch to one, in offset order.
+func (w *window) toRefetch() []parkedEvent {
+	var out []parkedEvent
+	for _, s := range w.queue {
+		if s.state == parked {
+			s.state = refetching
+			out = append(out, parkedEvent{offset: s.offset, tenant: s.tenant})
+		}
+	}
+	return out
+}
+
+// refetched runs a parked message again (gone: it was deleted before it was read
+// again, and is settled as lost).
+func (w *window) refetched(offset int64, gone bool) {
+	s := w.find(offset)
+	if s == nil || s.state != refetching {
+		return
+	}
+	w.parked--
+	if gone {
+		s.state = settled
+		w.advance()
+		return
+	}
+	s.state, s.tenant = running, ""
+	w.inflight++
+}
+
+// handle hands m to a handler, which waits for its tenant's budget in room (nil:
+// the budget is spent); the result comes back on p.results.
+func (p *partition) handle(m kafka.Message, room *room) {
 	go func() { // counted in the window's inflight, awaited by finish before runPartition returns
-		settled := p.c.process(p.work, m)
+		out, tenant := p.c.process(p.work, m, room)
 		p.c.releaseSlot()
-		p.results <- result{offset: m.Offset, settled: settled}
+		p.results <- result{offset: m.Offset, outcome: out, tenant: tenant}
 	}()
 }
 
 // commitThrough commits the window's watermark, if it moved since the last commit.
-func (p *partition) commitThrough(w *window) {
-	if w.watermark != nil && p.commit(*w.watermark) {
-		w.watermark = nil
+func (p *partition) commitThrough() {
+	if p.w.marked && p.commitAt(p.w.watermark+1) {
+		p.w.marked = false
 	}
 }
 
@@ -271,12 +400,10 @@ func (p *partition) fetch(ctx context.Context, reader PartitionReader, in chan<-
 	}
 }
 
-// commit commits through m with the generation's ID and member; it reports whether
-// the offset is committed. A commit the broker refuses because the group has moved
-// on (a stale generation or member) is counted and not tried again.
-func (p *partition) commit(m kafka.Message) bool { return p.commitAt(m.Offset + 1) }
-
-// commitAt commits next as the partition's offset, as commit does.
+// commitAt commits next as the partition's offset with the generation's ID and
+// member; it reports whether the offset is committed. A commit the broker refuses
+// because the group has moved on (a stale generation or member) is counted and not
+// tried again.
 func (p *partition) commitAt(next int64) bool {
 	if p.stale {
 		return false
