@@ -43,10 +43,12 @@ type overload struct {
 	// keeps a connection and a metadata refresh until closed.
 	admin    *kafka.Client
 	produced atomic.Int64 // events written
-	admitted atomic.Int64 // POSTs answered 2xx
-	seq      atomic.Int64 // keys and event IDs
-	prefix   string
-	patient  bool // events the broker refused are written again (the soak)
+	// producedBy is the events written of each tenant (o.tenants' order).
+	producedBy []atomic.Int64
+	admitted   atomic.Int64 // POSTs answered 2xx
+	seq        atomic.Int64 // keys and event IDs
+	prefix     string
+	patient    bool // events the broker refused are written again (the soak)
 	// restP50 is the lighter tenant's Prefer: wait p50 at rest, what each
 	// level's p50 of it is held against.
 	restP50 float64
@@ -116,6 +118,7 @@ func newOverload(ctx context.Context, b *bench, prefix string, bound backlogBoun
 		o.tenants = append(o.tenants, overTenant{name: name, key: key, api: c, patient: patient})
 		fair = append(fair, fmt.Sprintf("%s=%d", name, w))
 	}
+	o.producedBy = make([]atomic.Int64, len(o.tenants))
 	b.group += "-" + prefix
 	b.procEnv["CONSUMER_GROUP"] = b.group
 	b.procEnv["FAIRNESS_WEIGHTS"] = strings.Join(fair, ",")
@@ -216,6 +219,9 @@ func (o *overload) produce(ctx context.Context, n int, st *levelStats) error {
 		}
 	}
 	o.produced.Add(int64(n))
+	for i := range o.tenants { // the tenants in turn, from the first
+		o.producedBy[i].Add(int64((n + len(o.tenants) - 1 - i) / len(o.tenants)))
+	}
 	st.mu.Lock()
 	st.events += n
 	st.mu.Unlock()
@@ -373,6 +379,31 @@ func (o *overload) drain(ctx context.Context, limit time.Duration) (time.Duratio
 	return time.Since(began), nil
 }
 
+// startedAll reports, once, how long after since every event of the tenant at
+// index i written so far had started its workflow (its processed_events row):
+// a tenant within its budget is not held behind another's events over theirs.
+// It gives up with ctx.
+func (o *overload) startedAll(ctx context.Context, i int, since time.Time) <-chan time.Duration {
+	out := make(chan time.Duration, 1)
+	go func() {
+		want := o.producedBy[i].Load()
+		for ctx.Err() == nil {
+			var n int64
+			err := o.b.pool.QueryRow(ctx, `SELECT count(*) FROM processed_events WHERE consumer_group = $1 AND tenant = $2`,
+				o.b.group, o.tenants[i].name).Scan(&n)
+			if err == nil && n >= want {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		out <- time.Since(since)
+	}()
+	return out
+}
+
 // made is how many orders the scenario's tenants have.
 func (o *overload) made(ctx context.Context) int {
 	var n int
@@ -470,19 +501,23 @@ func (o *overload) level(ctx context.Context, name string, rate float64, d time.
 		return Result{Scenario: name}, err
 	}
 	offered := time.Now()
+	firstCtx, cancelFirst := context.WithCancel(ctx)
+	defer cancelFirst()
+	first := o.startedAll(firstCtx, 0, offered)
 	st.retries.Wait()
 	_, err := o.drain(ctx, 10*time.Minute+5*d)
 	drained := time.Since(offered) // the latecomers' time in it
 	stop()
+	aStarted := <-first
 	if err != nil {
 		return Result{Scenario: name}, fmt.Errorf("%s: %w", name, err)
 	}
 	secs := d.Seconds()
 	r := result(fmt.Sprintf("%s: %.0f/s offered", name, rate), st.admitted+st.events, d, st.lat)
 	r.Note = fmt.Sprintf("admitted %.1f/s POSTs + %.1f/s events; shed 429 %.1f/s, 503 %.1f/s; unsent %d, failed %d; admitted POSTs (Prefer: wait=10) p50 %s ms, p99 %s ms; "+
-		"Kafka lag peak %d, drained %.0f s after the offer ended (the latecomers included); RSS peak api %.0f MiB, worker %.0f MiB",
+		"Kafka lag peak %d, drained %.0f s after the offer ended (the latecomers included), tenant a's events all started after %.0f s; RSS peak api %.0f MiB, worker %.0f MiB",
 		float64(st.admitted)/secs, float64(st.events)/secs, float64(st.quota)/secs, float64(st.shed)/secs, st.unsent, st.failed,
-		ms(r.P50ms), ms(r.P99ms), st.lagPeak, drained.Seconds(), st.rss["api"], st.rss["worker"])
+		ms(r.P50ms), ms(r.P99ms), st.lagPeak, drained.Seconds(), aStarted.Seconds(), st.rss["api"], st.rss["worker"])
 	if st.lateSent > 0 {
 		lr := result("", len(st.late), d, st.late)
 		r.Note += fmt.Sprintf("; shed POSTs sent again at once by the client (1 in %d, Retry-After honoured): %d of %d got in, p50 %.1f s, p99 %.1f s, max %.1f s after the first 503",
