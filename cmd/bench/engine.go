@@ -59,14 +59,9 @@ func (b *bench) engineWork(ctx context.Context, ids []string) (*EngineWork, erro
 }
 
 func (b *bench) countHistory(ctx context.Context, id string, w *EngineWork) error {
-	it := b.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var events []*historypb.HistoryEvent
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return fmt.Errorf("history of %s: %w", id, err)
-		}
-		events = append(events, e)
+	events, err := b.history(ctx, id)
+	if err != nil {
+		return err
 	}
 	tally(w, events)
 	return nil

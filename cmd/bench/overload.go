@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	orderflow "github.com/orderflow/orderflow/client"
+	"github.com/orderflow/orderflow/orders/order"
 	"github.com/orderflow/orderflow/platform/kafkaclient"
 	"github.com/orderflow/orderflow/tenants/apikeys"
 	"github.com/orderflow/orderflow/tenants/quota"
@@ -81,6 +82,7 @@ type levelStats struct {
 	retries              sync.WaitGroup
 	events               int
 	lagPeak              int64
+	slow                 []slowPost         // the slowest admitted POSTs, to trace
 	rss                  map[string]float64 // peak VmRSS (MiB) by process
 }
 
@@ -185,6 +187,7 @@ func (o *overload) post(t overTenant, st *levelStats, wait time.Duration) {
 			st.latBy = map[string][]time.Duration{}
 		}
 		st.latBy[t.name] = append(st.latBy[t.name], took)
+		st.slow = keepSlow(st.slow, slowPost{workflowID: order.WorkflowID(t.name, order.FromHTTP, key), began: began, took: took})
 	case errors.As(err, &p) && p.Status == 429:
 		st.quota++
 	case errors.As(err, &p) && p.Status == 503:
@@ -533,6 +536,9 @@ func (o *overload) level(ctx context.Context, name string, rate float64, d time.
 			r.Note += fmt.Sprintf(" (%.1fx its p50 at rest)", p50/o.restP50)
 			r.Ratio, r.Baseline = p50/o.restP50, "the lighter tenant's p50 at rest"
 		}
+	}
+	if trace := o.b.traceSlowest(ctx, st.slow); trace != "" {
+		r.Note += "; " + trace
 	}
 	fmt.Fprintf(o.b.out, "  %s\n    %s\n", r.Scenario, r.Note)
 	return r, nil
