@@ -98,8 +98,13 @@ func (b *bench) history(ctx context.Context, id string) ([]*historypb.HistoryEve
 	return events, nil
 }
 
-// short names an event by its type without the enum's prefix.
+// short names an event by its type without the enum's prefix, and a workflow
+// task's by the queue it waited in: the worker's own (sticky) or the task
+// queue every worker polls.
 func short(e *historypb.HistoryEvent) string {
-	name := strings.TrimPrefix(e.GetEventType().String(), "EVENT_TYPE_")
-	return strings.ToLower(name)
+	name := strings.ToLower(strings.TrimPrefix(e.GetEventType().String(), "EVENT_TYPE_"))
+	if q := e.GetWorkflowTaskScheduledEventAttributes().GetTaskQueue(); q != nil {
+		name += "(" + strings.ToLower(strings.TrimPrefix(q.GetKind().String(), "TASK_QUEUE_KIND_")) + ")"
+	}
+	return name
 }
