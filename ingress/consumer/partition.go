@@ -110,7 +110,9 @@ func (p *partition) loop(ctx context.Context, drain <-chan struct{}, in <-chan k
 	for {
 		p.held.Set(float64(len(w.queue) + len(in)))
 		if p.pass == nil && w.parked > 0 {
-			p.pass = p.startRefetch(ctx, w.toRefetch())
+			if want := w.toRefetch(); len(want) > 0 {
+				p.pass = p.startRefetch(ctx, want)
+			}
 		}
 		take := in
 		if w.full(p.c.opts.MaxUncommitted) {
@@ -129,6 +131,7 @@ func (p *partition) loop(ctx context.Context, drain <-chan struct{}, in <-chan k
 			}
 		case <-p.pass:
 			p.pass = nil
+			w.unrefetch() // what it did not hand over (a reader's error) waits for the next
 		case <-tick.C:
 			p.commitThrough()
 		case pos := <-idle:
@@ -268,6 +271,15 @@ func (w *window) toRefetch() []parkedEvent {
 		}
 	}
 	return out
+}
+
+// unrefetch parks again what a refetch that ended did not hand over.
+func (w *window) unrefetch() {
+	for _, s := range w.queue {
+		if s.state == refetching {
+			s.state = parked
+		}
+	}
 }
 
 // refetched runs a parked message again (gone: it was deleted before it was read

@@ -163,6 +163,10 @@ func TestWindowTracksPastAParkedMessage(t *testing.T) {
 	if len(want) != 1 || want[0] != (parkedEvent{offset: 0, tenant: "flood"}) || len(w.toRefetch()) != 0 {
 		t.Fatalf("to refetch %v, then more; want offset 0 of flood once", want)
 	}
+	w.unrefetch() // that refetch ended without handing it over
+	if again := w.toRefetch(); len(again) != 1 || again[0].offset != 0 {
+		t.Fatalf("after a refetch that handed nothing over: to refetch %v, want offset 0 again", again)
+	}
 	w.refetched(0, false)
 	w.settle(result{offset: 0, outcome: done})
 	if !w.marked || w.watermark != 2*max-1 || w.parked != 0 {
