@@ -193,8 +193,10 @@ func TestWindowSettlesAParkedMessageGone(t *testing.T) {
 // not the others'.
 func TestRoomIsPartedByTenant(t *testing.T) {
 	r := newRoom(2)
-	if !r.enter("flood") || !r.enter("flood") || r.enter("flood") {
-		t.Fatal("the flood's part does not hold exactly 2")
+	for i, want := range []bool{true, true, false} {
+		if got := r.enter("flood"); got != want {
+			t.Fatalf("the flood's place %d: entered %v, want %v (its part holds 2)", i+1, got, want)
+		}
 	}
 	if !r.enter("other") {
 		t.Fatal("the flood's full part kept another tenant out")
