@@ -83,7 +83,10 @@ func (t *Temporal) Cancel(ctx context.Context, workflowID string) (order.Status,
 	})
 	var res workflows.OrderResult
 	if err == nil {
-		if err = h.Get(ctx, &res); err != nil && ctx.Err() != nil {
+		// Accepted: a wait for its result that ran out means under way. The
+		// SDK's own timeout can end the wait a moment before ctx reports done.
+		var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
+		if err = h.Get(ctx, &res); err != nil && (ctx.Err() != nil || errors.As(err, &waited)) {
 			return "", errCancelPending
 		}
 	}
