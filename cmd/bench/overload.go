@@ -385,23 +385,17 @@ func (o *overload) drain(ctx context.Context, limit time.Duration) (time.Duratio
 // startedAll reports, once, how long after since every event of the tenant at
 // index i written so far had started its workflow (its processed_events row):
 // a tenant within its budget is not held behind another's events over theirs.
-// It gives up with ctx.
-func (o *overload) startedAll(ctx context.Context, i int, since time.Time) <-chan time.Duration {
+// It gives up with ctx, or after limit.
+func (o *overload) startedAll(ctx context.Context, i int, since time.Time, limit time.Duration) <-chan time.Duration {
 	out := make(chan time.Duration, 1)
+	want := o.producedBy[i].Load()
 	go func() {
-		want := o.producedBy[i].Load()
-		for ctx.Err() == nil {
+		_ = o.b.poll(ctx, limit, 250*time.Millisecond, func() bool {
 			var n int64
 			err := o.b.pool.QueryRow(ctx, `SELECT count(*) FROM processed_events WHERE consumer_group = $1 AND tenant = $2`,
 				o.b.group, o.tenants[i].name).Scan(&n)
-			if err == nil && n >= want {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
+			return err == nil && n >= want
+		})
 		out <- time.Since(since)
 	}()
 	return out
@@ -506,9 +500,10 @@ func (o *overload) level(ctx context.Context, name string, rate float64, d time.
 	offered := time.Now()
 	firstCtx, cancelFirst := context.WithCancel(ctx)
 	defer cancelFirst()
-	first := o.startedAll(firstCtx, 0, offered)
+	limit := 10*time.Minute + 5*d
+	first := o.startedAll(firstCtx, 0, offered, limit)
 	st.retries.Wait()
-	_, err := o.drain(ctx, 10*time.Minute+5*d)
+	_, err := o.drain(ctx, limit)
 	drained := time.Since(offered) // the latecomers' time in it
 	stop()
 	aStarted := <-first
