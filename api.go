@@ -136,7 +136,7 @@ func startBacklog(ctx context.Context, c config.Common, weights fairness.Weights
 		return nil, nil
 	}
 	o := c.Backlog
-	o.AtWork, o.TenantAttribute, o.Weight = workflows.AtWork, workflows.SearchTenant, weights.Weight
+	o.AtWork, o.Working, o.TenantAttribute, o.Weight = workflows.AtWork, workflows.Working, workflows.SearchTenant, weights.Weight
 	g, err := backlog.New(base.Temporal, o, time.Now)
 	if err != nil {
 		return nil, err

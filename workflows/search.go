@@ -49,3 +49,9 @@ func statusAttribute(status string) temporal.SearchAttributeUpdate {
 // for: every one but an order waiting for its customer's 3-D Secure (a workflow
 // of another kind has no status).
 const AtWork = SearchStatus + " IS NULL OR " + SearchStatus + " != '" + string(order.StatusActionRequired) + "'"
+
+// Working is the visibility condition of the open workflows at work whatever
+// their age: an order not yet paid, declined or waiting for its customer. One
+// that has waited long in the task queue is the fleet's backlog all the same.
+const Working = SearchStatus + " IN ('" + string(order.StatusPending) + "', '" + string(order.StatusPaymentPending) + "', '" +
+	string(order.StatusPaymentUnknown) + "')"

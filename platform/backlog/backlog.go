@@ -6,9 +6,13 @@
 // is work for the Temporal server), so what it admits is never paid sooner.
 //
 // The count is the fleet's, read from Temporal's visibility store once a
-// second: workflows on the queue started in the last half-minute and still
-// open, but for those waiting for someone outside the fleet (Options.AtWork),
-// against how many closed in the last ten seconds.
+// second: workflows on the queue still open, but for those waiting for someone
+// outside the fleet (Options.AtWork), against how many closed in the last ten
+// seconds. A workflow known to be at work (Options.Working: an order still
+// being paid) counts whatever its age, so one that waits in the task queue
+// longer than a half-minute is still backlog; any other counts only within
+// the half-minute after its start, as a workflow of another kind may wait for
+// days on someone outside the fleet.
 //
 // The bound is shared by weight among the tenants asking: a tenant under its
 // share is admitted even when another's flood holds the rest, so one tenant's
@@ -51,6 +55,10 @@ type Options struct {
 	// work for; one waiting for someone outside it (a customer's 3-D Secure) is
 	// no backlog. Empty: every open workflow.
 	AtWork string
+	// Working is a visibility condition met by the open workflows known to be
+	// at work whatever their age: they count however long they have waited.
+	// The others count only within the window after their start. Empty: none.
+	Working string
 	// TenantAttribute is the keyword search attribute holding a workflow's
 	// tenant: each asking tenant's open workflows are counted by it (empty: no
 	// shares, only the fleet's bound).
@@ -61,7 +69,7 @@ type Options struct {
 }
 
 const (
-	window   = 30 * time.Second // open workflows started within it count
+	window   = 30 * time.Second // open workflows not known Working count within it of their start
 	rateOver = 10 * time.Second // the closing rate is measured over it
 	peakOver = 5 * time.Minute  // the bound keeps the highest rate read within it
 	interval = time.Second      // how often the counts are read
@@ -157,7 +165,7 @@ func (g *Gauge) Register(reg prometheus.Registerer) error {
 	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orderflow_fleet_open_workflows",
-			Help: "Workflows on the task queue started in the last 30 s and still open, as last read (the backlog the ingresses admit by)."},
+			Help: "Open workflows on the task queue at work (an order being paid whatever its age, any other within 30 s of its start), as last read (the backlog the ingresses admit by)."},
 			read(func() float64 { return float64(g.open) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orderflow_fleet_closing_rate",
 			Help: "Workflows on the task queue closed a second over the last 10 s, as last read."},
@@ -196,10 +204,14 @@ func (g *Gauge) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// openQuery counts the open workflows of the window, the tenant's only unless
-// it is empty.
+// openQuery counts the open workflows at work, the tenant's only unless it is
+// empty.
 func (g *Gauge) openQuery(now time.Time, tenant string) string {
-	query := fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running' AND StartTime > '%s'", g.o.Queue, now.Add(-window).Format(time.RFC3339Nano))
+	young := fmt.Sprintf("StartTime > '%s'", now.Add(-window).Format(time.RFC3339Nano))
+	if g.o.Working != "" {
+		young = "(" + young + " OR (" + g.o.Working + "))"
+	}
+	query := fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running' AND %s", g.o.Queue, young)
 	if tenant != "" {
 		query += fmt.Sprintf(" AND %s = '%s'", g.o.TenantAttribute, tenant)
 	}

@@ -4,9 +4,12 @@ package backlog_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -66,6 +69,51 @@ func TestTheFleetsBacklogIsReadFromTemporal(t *testing.T) {
 		_, ok := g.Admit("t")
 		return ok
 	})
+}
+
+// An order still being paid is backlog however long it has waited in the task
+// queue; a workflow of any other kind, or an order waiting in its cancel window,
+// counts only within the half-minute after its start. The gauge reads the counts
+// a minute ahead, when every workflow here is older than that.
+func TestAnOrderBeingPaidCountsWhateverItsAge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tc := stacktest.Temporal(t)
+	queue := stacktest.Name("backlog-old")
+	ahead := func() time.Time { return time.Now().Add(time.Minute) }
+	g, err := backlog.New(tc, backlog.Options{Queue: queue, Accept: 5 * time.Second, Floor: 3, AtWork: workflows.AtWork, Working: workflows.Working}, ahead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := g.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	start := func(status order.Status) {
+		o := client.StartWorkflowOptions{ID: stacktest.Name("backlog-old-wf"), TaskQueue: queue}
+		if status != "" {
+			o.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchStatus).ValueSet(string(status)))
+		}
+		run, err := tc.ExecuteWorkflow(ctx, o, "NoWorkerServesThis")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { terminate(t, tc, run.GetID()) })
+	}
+	for _, s := range []order.Status{order.StatusPending, order.StatusPaymentPending, order.StatusPaymentUnknown, order.StatusPaid, order.StatusActionRequired, ""} {
+		start(s)
+	}
+	stacktest.Eventually(t, 30*time.Second, "the six workflows visible", func() bool {
+		n, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue)})
+		return err == nil && n.GetCount() == 6
+	})
+	if err := g.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if open := stacktest.Metric(t, stacktest.MetricsText(reg), "orderflow_fleet_open_workflows"); open != 3 {
+		t.Fatalf("open workflows at work a minute after their start: %v, want the 3 orders being paid", open)
+	}
 }
 
 func terminate(t *testing.T, tc client.Client, id string) {

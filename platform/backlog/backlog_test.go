@@ -94,6 +94,14 @@ func TestTheQueriesNameTheQueueAndTheirWindows(t *testing.T) {
 	if want := want[0] + " AND (S IS NULL OR S != 'W')"; c.queries[0] != want {
 		t.Fatalf("open with AtWork: %s, want %s", c.queries[0], want)
 	}
+	c.queries = nil
+	g = newGauge(t, c, Options{Queue: "orders", Accept: 5 * time.Second, Working: "S IN ('P')"})
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "TaskQueue = 'orders' AND ExecutionStatus = 'Running' AND (StartTime > '2026-12-06T11:59:30Z' OR (S IN ('P')))"; c.queries[0] != want {
+		t.Fatalf("open with Working: %s, want %s", c.queries[0], want)
+	}
 	if _, err := New(c, Options{Queue: "orders' OR TaskQueue != 'x"}, time.Now); err == nil {
 		t.Fatal("a queue with a quote was taken into the query")
 	}
