@@ -69,13 +69,6 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 		WorkerStopTimeout:                      o.StopTimeout,
 		Interceptors:                           o.Interceptors,
 		DisableEagerActivities:                 !o.Eager,
-		// The SDK's two fixed pollers keep one poll at a time on the normal
-		// queue, which Temporal splits into partitions: a new workflow's first
-		// task waited seconds in a partition no poll reached, while the worker
-		// had slots free. Autoscaled pollers grow with the tasks the polls find,
-		// never below one poll a partition.
-		WorkflowTaskPollerBehavior: pollers(),
-		ActivityTaskPollerBehavior: pollers(),
 	})
 	RegisterWorkflows(w)
 	w.RegisterActivity(a.Orders)
@@ -88,17 +81,6 @@ func New(c client.Client, o Options, a Activities) sdkworker.Worker {
 		w.RegisterActivityWithOptions(a.Reconciler.Reconcile, activity.RegisterOptions{Name: workflows.ReconcileActivity})
 	}
 	return w
-}
-
-// partitions is how many partitions Temporal splits a task queue into by
-// default (matching.numTaskqueueReadPartitions).
-const partitions = 4
-
-// pollers keeps at least one poll open on each partition of a task queue, more
-// as the polls find tasks.
-func pollers() sdkworker.PollerBehavior {
-	return sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{
-		InitialNumberOfPollers: 2 * partitions, MinimumNumberOfPollers: partitions})
 }
 
 // RegisterWorkflows registers the workflows this build runs in r: a worker, or a
