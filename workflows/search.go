@@ -51,7 +51,8 @@ func statusAttribute(status string) temporal.SearchAttributeUpdate {
 const AtWork = SearchStatus + " IS NULL OR " + SearchStatus + " != '" + string(order.StatusActionRequired) + "'"
 
 // Working is the visibility condition of the open workflows at work whatever
-// their age: an order not yet paid, declined or waiting for its customer. One
-// that has waited long in the task queue is the fleet's backlog all the same.
-const Working = SearchStatus + " IN ('" + string(order.StatusPending) + "', '" + string(order.StatusPaymentPending) + "', '" +
-	string(order.StatusPaymentUnknown) + "')"
+// their age: an order whose charge is not sent yet. One that has waited long
+// in the task queue is the fleet's backlog all the same; one whose charge the
+// provider is processing, or whose answer waits for a lookup, waits on someone
+// outside the fleet, for as long as the provider takes.
+const Working = SearchStatus + " = '" + string(order.StatusPending) + "'"

@@ -8,8 +8,8 @@
 // The count is the fleet's, read from Temporal's visibility store once a
 // second: workflows on the queue still open, but for those waiting for someone
 // outside the fleet (Options.AtWork), against how many closed in the last ten
-// seconds. A workflow known to be at work (Options.Working: an order still
-// being paid) counts whatever its age, so one that waits in the task queue
+// seconds. A workflow known to be at work (Options.Working: an order whose
+// charge is not sent yet) counts whatever its age, so one that waits in the task queue
 // longer than a half-minute is still backlog; any other counts only within
 // the half-minute after its start, as a workflow of another kind may wait for
 // days on someone outside the fleet.
@@ -165,7 +165,7 @@ func (g *Gauge) Register(reg prometheus.Registerer) error {
 	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orderflow_fleet_open_workflows",
-			Help: "Open workflows on the task queue at work (an order being paid whatever its age, any other within 30 s of its start), as last read (the backlog the ingresses admit by)."},
+			Help: "Open workflows on the task queue at work (an order not yet charged whatever its age, any other within 30 s of its start), as last read (the backlog the ingresses admit by)."},
 			read(func() float64 { return float64(g.open) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orderflow_fleet_closing_rate",
 			Help: "Workflows on the task queue closed a second over the last 10 s, as last read."},
