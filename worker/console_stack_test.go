@@ -50,7 +50,7 @@ func TestConsoleWalksAnOperatorThroughAnIncident(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, page := range []string{"/orders?tenant=" + h.tenant, "/orders/" + stuck.ID, "/dlq", "/findings"} {
-		if text := b.waitFor(t, base+page, "Operator token", 30*time.Second); strings.Contains(text, stuck.ID) || strings.Contains(text, h.tenant) ||
+		if text := b.waitFor(t, base+page, []string{"Operator token"}, 30*time.Second); strings.Contains(text, stuck.ID) || strings.Contains(text, h.tenant) ||
 			!strings.Contains(text, "Operator token") {
 			t.Fatalf("%s before logging in shows:\n%s", page, text)
 		}
@@ -184,7 +184,7 @@ func (c *chromium) until(t *testing.T, url, want string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		text := c.waitFor(t, url, want, 5*time.Second)
+		text := c.waitFor(t, url, []string{want}, 5*time.Second)
 		if strings.Contains(text, want) {
 			return
 		}

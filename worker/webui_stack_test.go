@@ -47,9 +47,11 @@ func TestWebUIShowsAPaidOrderDecryptedThroughTheCodec(t *testing.T) {
 	page := ui + "/namespaces/" + h.Env["TEMPORAL_NAMESPACE"] + "/workflows/" + id + "/" + run.GetRunID() + "/history"
 
 	// Every secret field of the order is in the page, decrypted, and the result
-	// says PAID.
-	text := newBrowser(t, browser).waitFor(t, page, in.Order.CustomerID, time.Minute)
-	for _, want := range []string{`"customer_id": "` + in.Order.CustomerID + `"`, `"payment_method": "pm_card_visa"`, `"Status": "PAID"`} {
+	// says PAID. The page decodes the input and the result each in a request of
+	// its own, so it waits for all of them.
+	wants := []string{`"customer_id": "` + in.Order.CustomerID + `"`, `"payment_method": "pm_card_visa"`, `"Status": "PAID"`}
+	text := newBrowser(t, browser).waitFor(t, page, wants, time.Minute)
+	for _, want := range wants {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the Web UI's page of a PAID order lacks %s:\n%s", want, text)
 		}
@@ -60,7 +62,7 @@ func TestWebUIShowsAPaidOrderDecryptedThroughTheCodec(t *testing.T) {
 	w.Kill(t)
 	worker("another-codec-token-0123456789")
 	encrypted := base64.StdEncoding.EncodeToString([]byte("binary/encrypted"))
-	text = newBrowser(t, browser).waitFor(t, page, encrypted, time.Minute)
+	text = newBrowser(t, browser).waitFor(t, page, []string{encrypted}, time.Minute)
 	if !strings.Contains(text, encrypted) || strings.Contains(text, in.Order.CustomerID) || strings.Contains(text, "pm_card_visa") {
 		t.Fatalf("with the codec refusing the UI's token, the page shows:\n%s", text)
 	}
@@ -79,9 +81,9 @@ func newBrowser(t *testing.T, bin string) *chromium {
 	return &chromium{ctx}
 }
 
-// waitFor opens url and returns the page's text once it holds want, or when d
-// has passed.
-func (c *chromium) waitFor(t *testing.T, url, want string, d time.Duration) string {
+// waitFor opens url and returns the page's text once it holds every one of
+// wants, or when d has passed.
+func (c *chromium) waitFor(t *testing.T, url string, wants []string, d time.Duration) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(c.ctx, d)
 	defer cancel()
@@ -94,10 +96,19 @@ func (c *chromium) waitFor(t *testing.T, url, want string, d time.Duration) stri
 		if err == nil {
 			text = got
 		}
-		if strings.Contains(text, want) {
+		if containsAll(text, wants) {
 			return text
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	return text
+}
+
+func containsAll(text string, wants []string) bool {
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			return false
+		}
+	}
+	return true
 }
