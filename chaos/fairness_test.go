@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,6 +231,62 @@ func TestChaosAFloodOverTheBacklogBoundNeverShedsAnotherTenant(t *testing.T) {
 		t.Fatalf("B, under its share of the bound, was refused %d of 20 times for A's flood", shedB)
 	}
 	r.ledger(t, "backlog bound: A's flood of POSTs, B beside it")
+}
+
+// The fleet's only worker freezes (SIGSTOP) after it has closed work, and the
+// tenant goes on POSTing orders without wait. Ten seconds without a close used to
+// read as no fleet at work: everything was admitted, the open workflows grew
+// with every POST, and each one's wait ran out long before the fleet moved
+// again. A fleet that closed work in the last five minutes and closes none has
+// stalled: past the floor a POST hears 503 with Retry-After 30 and starts
+// nothing. Once the worker goes on (SIGCONT), every POST that got 2xx is paid
+// once (the ledger).
+func TestChaosAStalledFleetShedsInsteadOfAdmittingAll(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.apiEnv = map[string]string{"BACKLOG_ACCEPT": "1s", "BACKLOG_FLOOR": "20"}
+	w := r.startWorker(t, nil)
+	r.startAPI(t)
+	r.waited(t, r.apiKey, "warm", 3) // the fleet closes work: the bound is on
+	for i := range 3 {
+		r.expect(r.workflowOf(fmt.Sprintf("warm-%d", i)))
+	}
+	w.Signal(syscall.SIGSTOP)
+	froze := time.Now()
+	admitted, stalled := 0, time.Time{}
+	// Well past the 10 s the closing rate is read over: it reads 0 by then.
+	for n := 0; stalled.IsZero() || time.Since(froze) < 25*time.Second; {
+		if stalled.IsZero() && time.Since(froze) > time.Minute {
+			t.Fatalf("no 503 with Retry-After 30 a minute after the fleet froze; %d admitted", admitted)
+		}
+		key := fmt.Sprintf("stalled-%d", n)
+		a, err := r.send(r.apiKey, key, orderJSON, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case a.status == http.StatusCreated || a.status == http.StatusAccepted:
+			admitted++
+			r.expect(r.workflowOf(key))
+		case a.status == http.StatusServiceUnavailable && strings.Contains(string(a.body), backlogShed):
+			if a.header.Get("Retry-After") == "30" && stalled.IsZero() {
+				stalled = time.Now()
+			}
+		case a.status == http.StatusServiceUnavailable: // a busy machine: the same key again
+			time.Sleep(100 * time.Millisecond)
+			continue
+		default:
+			t.Fatalf("POST %s: %d %s", key, a.status, a.body)
+		}
+		n++
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("admitted %d while the fleet was frozen", admitted)
+	if admitted > 60 {
+		t.Fatalf("%d POSTs admitted while the fleet was frozen, over a floor of 20", admitted)
+	}
+	w.Signal(syscall.SIGCONT)
+	r.ledger(t, "a stalled fleet: POSTs while its worker was frozen")
 }
 
 // backlogShed is in the detail of a 503 for the fleet's backlog.

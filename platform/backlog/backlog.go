@@ -49,7 +49,7 @@ type Options struct {
 	Accept time.Duration
 	// Floor is the least bound. An idle or small fleet's closing rate says little
 	// about what it can do, so below Floor open workflows nothing is refused; nor
-	// is anything while nothing closes.
+	// is anything while nothing has closed for five minutes.
 	Floor int
 	// AtWork is a visibility condition met by the open workflows the fleet has
 	// work for; one waiting for someone outside it (a customer's 3-D Secure) is
@@ -302,10 +302,13 @@ func (g *Gauge) admit(tenant string, part float64) (retryAfter int, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.ask(tenant)
-	// Nothing closed in the last 10 s: no fleet at work, or none at all. Work
+	// Nothing closed in five minutes: no fleet at work, or none at all. Work
 	// admitted waits in Temporal until one comes; a refusal would only become an
-	// order lost at a client that stops retrying.
-	if !g.known || g.o.Accept <= 0 || g.rate <= 0 {
+	// order lost at a client that stops retrying. A fleet that closed work within
+	// them and closes none now has stalled (a task queue that stopped
+	// dispatching, workers frozen): admitting all would leave every wait to run
+	// out once it moves again.
+	if !g.known || g.o.Accept <= 0 || g.peak() <= 0 {
 		return 0, true
 	}
 	bound := max(1, part*max(float64(g.o.Floor), g.peak()*g.o.Accept.Seconds())) // one at least, held or not
@@ -314,6 +317,9 @@ func (g *Gauge) admit(tenant string, part float64) (retryAfter int, ok bool) {
 		g.admitted++
 		s.admitted++
 		return 0, true
+	}
+	if g.rate <= 0 { // stalled: when it moves again is not known
+		return maxRetry, false
 	}
 	return min(max(int(math.Ceil(over/g.rate)), minRetry), maxRetry), false
 }

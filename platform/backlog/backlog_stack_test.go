@@ -34,19 +34,12 @@ func TestTheFleetsBacklogIsReadFromTemporal(t *testing.T) {
 	}
 	var ids []string
 	for range 5 {
-		id := stacktest.Name("backlog-wf")
-		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, "NoWorkerServesThis"); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
+		ids = append(ids, idle(t, ctx, tc, queue, ""))
 	}
 	// Orders waiting for their customers' 3-D Secure are no backlog.
 	for range 3 {
-		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: stacktest.Name("backlog-waiting"), TaskQueue: queue,
-			TypedSearchAttributes: temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchStatus).ValueSet(string(order.StatusActionRequired))),
-		}, "NoWorkerServesThis"); err != nil {
-			t.Fatal(err)
-		}
+		id := idle(t, ctx, tc, queue, order.StatusActionRequired)
+		t.Cleanup(func() { terminate(t, tc, id) })
 	}
 	// One closes: 0.1 a second, so the bound is the floor and 4 open are over it
 	// by 2 (with the one asking), 20 s of closing.
@@ -91,19 +84,9 @@ func TestAnOrderNotYetChargedCountsWhateverItsAge(t *testing.T) {
 	if err := g.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	start := func(status order.Status) {
-		o := client.StartWorkflowOptions{ID: stacktest.Name("backlog-old-wf"), TaskQueue: queue}
-		if status != "" {
-			o.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchStatus).ValueSet(string(status)))
-		}
-		run, err := tc.ExecuteWorkflow(ctx, o, "NoWorkerServesThis")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { terminate(t, tc, run.GetID()) })
-	}
 	for _, s := range []order.Status{order.StatusPending, order.StatusPaymentPending, order.StatusPaymentUnknown, order.StatusPaid, order.StatusActionRequired, ""} {
-		start(s)
+		id := idle(t, ctx, tc, queue, s)
+		t.Cleanup(func() { terminate(t, tc, id) })
 	}
 	stacktest.Eventually(t, 30*time.Second, "the six workflows visible", func() bool {
 		n, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
@@ -116,6 +99,21 @@ func TestAnOrderNotYetChargedCountsWhateverItsAge(t *testing.T) {
 	if open := stacktest.Metric(t, stacktest.MetricsText(reg), "orderflow_fleet_open_workflows"); open != 1 {
 		t.Fatalf("open workflows at work a minute after their start: %v, want the 1 order whose charge is not sent", open)
 	}
+}
+
+// idle starts a workflow on a queue no worker serves, with status as its
+// OrderflowStatus unless it is empty.
+func idle(t *testing.T, ctx context.Context, tc client.Client, queue string, status order.Status) string {
+	t.Helper()
+	o := client.StartWorkflowOptions{ID: stacktest.Name("backlog-wf"), TaskQueue: queue}
+	if status != "" {
+		o.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchStatus).ValueSet(string(status)))
+	}
+	run, err := tc.ExecuteWorkflow(ctx, o, "NoWorkerServesThis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.GetID()
 }
 
 func terminate(t *testing.T, tc client.Client, id string) {

@@ -64,6 +64,17 @@ func read(t *testing.T, g *Gauge, c *counts, open, closed int64) {
 	}
 }
 
+// newClocked is newGauge on a clock the test moves.
+func newClocked(t *testing.T, c *counts, o Options) (*Gauge, *time.Time) {
+	t.Helper()
+	now := at
+	g, err := New(c, o, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, &now
+}
+
 func newGauge(t *testing.T, c *counts, o Options) *Gauge {
 	t.Helper()
 	g, err := New(c, o, func() time.Time { return at })
@@ -148,10 +159,49 @@ func TestTheFloorHoldsWhenLittleClosesAndNothingIsRefusedWhenNothingCloses(t *te
 		t.Fatalf("one over the floor at 0.1 a second: (%d, %v), want (10, false)", after, ok)
 	}
 	// No worker at all: what is admitted waits in Temporal for one.
+	idle := newGauge(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
+	read(t, idle, c, 1000, 0)
+	if _, ok := idle.Admit("t"); !ok {
+		t.Fatal("refused while nothing has closed")
+	}
+}
+
+// A fleet that closed 10 a second and then closes none has stalled (its task
+// queue stopped dispatching, its workers froze): work over the bound is
+// refused, told to come back in the longest wait, until the fleet closes work
+// again or has closed none for five minutes (no fleet at work).
+func TestAFleetThatStopsClosingHasStalledAndIsNotIdle(t *testing.T) {
+	c := &counts{}
+	g, now := newClocked(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
+	read(t, g, c, 20, 100) // 10 a second: a bound of 50
+	*now = now.Add(20 * time.Second)
+	read(t, g, c, 1000, 0)
+	if after, ok := g.Admit("t"); ok || after != maxRetry {
+		t.Fatalf("1000 open and none closing after 10 a second: (%d, %v), want (%d, false)", after, ok, maxRetry)
+	}
+	if err := g.Wait(canceled(), "t"); err == nil {
+		t.Fatal("an event admitted while the fleet is stalled over its bound")
+	}
+	*now = now.Add(10 * time.Second)
+	read(t, g, c, 1000, 30) // moving again, at 3 a second
+	if after, ok := g.Admit("t"); ok || after != 30 {
+		t.Fatalf("951 over at 3 a second: (%d, %v), want (30, false)", after, ok)
+	}
+	read(t, g, c, 40, 30)
+	if _, ok := g.Admit("t"); !ok {
+		t.Fatal("refused under the bound once the fleet closed work again")
+	}
+	*now = now.Add(6 * time.Minute)
 	read(t, g, c, 1000, 0)
 	if _, ok := g.Admit("t"); !ok {
-		t.Fatal("refused while nothing closes")
+		t.Fatal("refused after five minutes with nothing closed: no fleet is at work")
 	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 func TestACountNotReadAdmitsAndNoBoundAdmits(t *testing.T) {
@@ -202,18 +252,14 @@ func TestWaitGoesOnOnceTheBacklogFallsAndEndsWithItsContext(t *testing.T) {
 // bound keeps the highest rate of the last five minutes.
 func TestTheBoundKeepsTheRateTheFleetShowedForFiveMinutes(t *testing.T) {
 	c := &counts{}
-	now := at
-	g, err := New(c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10}, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, now := newClocked(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10})
 	read(t, g, c, 0, 100) // 10 a second: a bound of 50
-	now = now.Add(4 * time.Minute)
+	*now = now.Add(4 * time.Minute)
 	read(t, g, c, 40, 20) // 2 a second now: 40 open are under the bound of the peak
 	if _, ok := g.Admit("t"); !ok {
 		t.Fatal("refused under the bound of the rate four minutes ago")
 	}
-	now = now.Add(2 * time.Minute)
+	*now = now.Add(2 * time.Minute)
 	read(t, g, c, 40, 20)
 	if after, ok := g.Admit("t"); ok || after != 16 {
 		t.Fatalf("six minutes on, at 2 a second: (%d, %v), want (16, false): 31 over", after, ok)
@@ -281,11 +327,7 @@ func TestHeldWorkLeavesAQuarterOfTheBoundToRequests(t *testing.T) {
 // asking has all of it.
 func TestATenantThatStoppedAskingSharesTheBoundNoMore(t *testing.T) {
 	c := &counts{byTenant: map[string]int64{"a": 10, "b": 6}}
-	now := at
-	g, err := New(c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10, TenantAttribute: "T"}, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, now := newClocked(t, c, Options{Queue: "q", Accept: 5 * time.Second, Floor: 10, TenantAttribute: "T"})
 	read(t, g, c, 0, 20) // a bound of 10
 	g.Admit("a")
 	g.Admit("b")
@@ -293,7 +335,7 @@ func TestATenantThatStoppedAskingSharesTheBoundNoMore(t *testing.T) {
 	if _, ok := g.Admit("b"); ok {
 		t.Fatal("b admitted at 7 over its half of a bound of 10")
 	}
-	now = now.Add(31 * time.Second)
+	*now = now.Add(31 * time.Second)
 	read(t, g, c, 16, 20) // a's count is not read: it stopped asking
 	g.Admit("b")          // b asks on; the next read counts it
 	read(t, g, c, 16, 20)
