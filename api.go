@@ -99,7 +99,7 @@ func newHandler(ctx context.Context, c settings.API, base *platform.Base, traces
 		return nil, err
 	}
 	setup := intake.Setup{Pool: base.Pool, Temporal: base.Temporal, TaskQueue: c.TaskQueue, Fairness: c.Fairness,
-		Logger: logger, Codec: base.Codec, Customers: customers}
+		Logger: logger, Codec: base.Codec, Customers: customers, Waited: true}
 	orderAPI := orders.NewAPI(setup, idem, c.Policy, intents)
 	p := Platform{Pool: base.Pool, Temporal: base.Temporal, Starter: setup.Starter(), Records: records.NewStore(base.Pool),
 		Logger: logger, Getenv: getenv, Customers: customers}

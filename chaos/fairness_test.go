@@ -213,7 +213,7 @@ func TestChaosAFloodOverTheBacklogBoundNeverShedsAnotherTenant(t *testing.T) {
 	var shedA atomic.Int64
 	var wg sync.WaitGroup
 	for c := range 4 {
-		wg.Go(func() { r.floodUntil(t, stop, fmt.Sprintf("flood-%d", c), &shedA) })
+		wg.Go(func() { r.floodUntil(t, stop, fmt.Sprintf("flood-%d", c), func(string) { shedA.Add(1) }) })
 	}
 	end := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer end()
@@ -253,37 +253,23 @@ func TestChaosAStalledFleetShedsInsteadOfAdmittingAll(t *testing.T) {
 	}
 	w.Signal(syscall.SIGSTOP)
 	froze := time.Now()
-	admitted, stalled := 0, time.Time{}
-	// Well past the 10 s the closing rate is read over: it reads 0 by then.
-	for n := 0; stalled.IsZero() || time.Since(froze) < 25*time.Second; {
-		if stalled.IsZero() && time.Since(froze) > time.Minute {
-			t.Fatalf("no 503 with Retry-After 30 a minute after the fleet froze; %d admitted", admitted)
-		}
-		key := fmt.Sprintf("stalled-%d", n)
-		a, err := r.send(r.apiKey, key, orderJSON, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case a.status == http.StatusCreated || a.status == http.StatusAccepted:
-			admitted++
-			r.expect(r.workflowOf(key))
-		case a.status == http.StatusServiceUnavailable && strings.Contains(string(a.body), backlogShed):
-			if a.header.Get("Retry-After") == "30" && stalled.IsZero() {
-				stalled = time.Now()
+	stop, admittedc := make(chan struct{}), make(chan int, 1)
+	var stalled atomic.Bool
+	go func() {
+		admittedc <- r.floodUntil(t, stop, "stalled", func(retryAfter string) {
+			if retryAfter == "30" {
+				stalled.Store(true)
 			}
-		case a.status == http.StatusServiceUnavailable: // a busy machine: the same key again
-			time.Sleep(100 * time.Millisecond)
-			continue
-		default:
-			t.Fatalf("POST %s: %d %s", key, a.status, a.body)
-		}
-		n++
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Logf("admitted %d while the fleet was frozen", admitted)
-	if admitted > 60 {
-		t.Fatalf("%d POSTs admitted while the fleet was frozen, over a floor of 20", admitted)
+		})
+	}()
+	admitted := sync.OnceValue(func() int { close(stop); return <-admittedc })
+	defer admitted()
+	stacktest.Eventually(t, time.Minute, "a 503 with Retry-After 30 after the fleet froze", stalled.Load)
+	// Well past the 10 s the closing rate is read over: it reads 0 by then.
+	time.Sleep(time.Until(froze.Add(25 * time.Second)))
+	t.Logf("admitted %d while the fleet was frozen", admitted())
+	if admitted() > 60 {
+		t.Fatalf("%d POSTs admitted while the fleet was frozen, over a floor of 20", admitted())
 	}
 	w.Signal(syscall.SIGCONT)
 	r.ledger(t, "a stalled fleet: POSTs while its worker was frozen")
@@ -293,34 +279,36 @@ func TestChaosAStalledFleetShedsInsteadOfAdmittingAll(t *testing.T) {
 const backlogShed = "the fleet has more work open"
 
 // floodUntil POSTs the rig tenant's orders without wait, one after another
-// (keys prefix-N), until stop; each admitted is expected in the ledger, each
-// refused for the backlog is counted in shed and its key left, and another 503
-// (a busy machine) is sent again with its key.
-func (r *rig) floodUntil(t *testing.T, stop <-chan struct{}, prefix string, shed *atomic.Int64) {
+// (keys prefix-N), until stop, and returns how many were admitted; each admitted
+// is expected in the ledger, each refused for the backlog goes to shed with its
+// Retry-After and its key is left, and another 503 (a busy machine) is sent
+// again with its key.
+func (r *rig) floodUntil(t *testing.T, stop <-chan struct{}, prefix string, shed func(retryAfter string)) (admitted int) {
 	for n := 0; ; n++ {
 		key := fmt.Sprintf("%s-%d", prefix, n)
 		for {
 			select {
 			case <-stop:
-				return
+				return admitted
 			default:
 			}
 			a, err := r.send(r.apiKey, key, orderJSON, "")
 			if err != nil {
 				t.Errorf("POST %s: %v", key, err)
-				return
+				return admitted
 			}
 			switch status, body := a.status, a.body; {
 			case status == http.StatusCreated || status == http.StatusAccepted:
+				admitted++
 				r.expect(r.workflowOf(key))
 			case status == http.StatusServiceUnavailable && strings.Contains(string(body), backlogShed):
-				shed.Add(1)
+				shed(a.header.Get("Retry-After"))
 			case status == http.StatusServiceUnavailable:
 				time.Sleep(100 * time.Millisecond)
 				continue
 			default:
 				t.Errorf("POST %s: %d %s", key, status, body)
-				return
+				return admitted
 			}
 			break
 		}

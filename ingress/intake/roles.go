@@ -30,6 +30,9 @@ type Setup struct {
 	// worker of the task queue runs on the same client (the worker's consumer):
 	// see worker.Options.Eager, which it goes with.
 	Eager bool
+	// Waited gives the workflows started here a caller waits for
+	// (fairness.Waited): the API's, not the consumer's.
+	Waited bool
 	// Customers are the customers' data keys: kinds seal personal values
 	// under them (nil: they stay plain).
 	Customers *custkeys.Store
@@ -41,7 +44,7 @@ func (s Setup) Starter() Starter {
 	if s.Codec != nil {
 		dc, _ = payloadcodec.Converters(s.Codec)
 	}
-	return Starter{c: s.Temporal, dc: dc, taskQueue: s.TaskQueue, fair: s.Fairness, eager: s.Eager}
+	return Starter{c: s.Temporal, dc: dc, taskQueue: s.TaskQueue, fair: s.Fairness, eager: s.Eager, waited: s.Waited}
 }
 
 // NewAPI is the intake of the API process. keys is its idempotency store, which

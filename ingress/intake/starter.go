@@ -24,6 +24,7 @@ type Starter struct {
 	taskQueue string
 	fair      fairness.Weights
 	eager     bool // first workflow tasks inline with their starts
+	waited    bool // a caller waits: fairness.Waited
 	// attrs are the kind's own search attributes, beside its kind and tenant.
 	attrs []temporal.SearchAttributeUpdate
 }
@@ -87,13 +88,17 @@ func (s Starter) Input(ctx context.Context, workflowID string, v any) error {
 }
 
 func (s Starter) options(tenant, workflowID string, conflict enumspb.WorkflowIdConflictPolicy, errIfStarted bool) client.StartWorkflowOptions {
+	priority := s.fair.Priority(tenant)
+	if s.waited {
+		priority.PriorityKey = fairness.Waited
+	}
 	return client.StartWorkflowOptions{
 		ID:                                       workflowID,
 		TaskQueue:                                s.taskQueue,
 		WorkflowIDConflictPolicy:                 conflict,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: errIfStarted,
-		Priority:                                 s.fair.Priority(tenant),
+		Priority:                                 priority,
 		TypedSearchAttributes:                    identity.SearchAttributes(workflowID, tenant, s.attrs...),
 	}
 }

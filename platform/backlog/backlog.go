@@ -308,10 +308,11 @@ func (g *Gauge) admit(tenant string, part float64) (retryAfter int, ok bool) {
 	// them and closes none now has stalled (a task queue that stopped
 	// dispatching, workers frozen): admitting all would leave every wait to run
 	// out once it moves again.
-	if !g.known || g.o.Accept <= 0 || g.peak() <= 0 {
+	peak := g.peak()
+	if !g.known || g.o.Accept <= 0 || peak <= 0 {
 		return 0, true
 	}
-	bound := max(1, part*max(float64(g.o.Floor), g.peak()*g.o.Accept.Seconds())) // one at least, held or not
+	bound := max(1, part*max(float64(g.o.Floor), peak*g.o.Accept.Seconds())) // one at least, held or not
 	over := float64(g.open+g.admitted+1) - bound
 	if over <= 0 || (s.known && float64(s.open+s.admitted+1) <= bound*g.weighed(tenant)) {
 		g.admitted++

@@ -60,3 +60,9 @@ func (w Weights) Weight(tenant string) float64 {
 func (w Weights) Priority(tenant string) temporal.Priority {
 	return temporal.Priority{FairnessKey: tenant, FairnessWeight: w.m[tenant]}
 }
+
+// Waited is the priority key of a workflow a caller waits for on a connection
+// (the API's starts): matching hands out its tasks, and its activities', before
+// those of the default level (3: events', follow-ups'), fairly among tenants
+// within each level. A topic's lag is where waiting costs no one a connection.
+const Waited = 2

@@ -131,7 +131,9 @@ func policy(cancelWindow time.Duration) workflows.Policy {
 
 // APIIntake is the API process's order service on this pipeline's task queue.
 func (h *Orders) APIIntake(cancelWindow time.Duration) *orders.Service {
-	return orders.NewAPI(h.setup(), idempotency.New(h.Pool, 24*time.Hour, idempotency.DefaultReplayBytes), policy(cancelWindow), nil)
+	api := h.setup()
+	api.Waited = true // as the API process starts them
+	return orders.NewAPI(api, idempotency.New(h.Pool, 24*time.Hour, idempotency.DefaultReplayBytes), policy(cancelWindow), nil)
 }
 
 // OrderKind is the order kind as the Kafka ingress starts it on this
