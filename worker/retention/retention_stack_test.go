@@ -94,20 +94,23 @@ func seed(t *testing.T, n int) map[string]func() (old, recent int) {
 // pass prunes nothing; of four passes at once, each row goes once.
 func TestAPassPrunesEveryTableAndOneProcessLeads(t *testing.T) {
 	const n = 5000
-	left := seed(t, n)
-	rules := year.Rules()
-	p, m := pruner(t, rules)
 	ctx := context.Background()
-
-	// Another process leads: nothing goes.
+	// Another process leads: nothing goes. The lock is taken before the rows are
+	// seeded, so that the workers other rows start on the shared stack, which
+	// prune every minute, cannot take them meanwhile.
 	pool := stacktest.Pool(t)
 	held, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	release := sync.OnceFunc(held.Release)
+	defer release() // the pool's Close waits for it: a failure here must not hang
 	if _, err := held.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(0x6f72646572666c6f)); err != nil {
 		t.Fatal(err)
 	}
+	left := seed(t, n)
+	rules := year.Rules()
+	p, m := pruner(t, rules)
 	rep, err := p.Pass(ctx)
 	if err != nil || rep.Leader {
 		t.Fatalf("a pass while another leads: %+v, %v", rep, err)
@@ -117,12 +120,9 @@ func TestAPassPrunesEveryTableAndOneProcessLeads(t *testing.T) {
 			t.Fatalf("%s: %d of %d old rows left while another process leads", table, old, n)
 		}
 	}
-	if _, err := held.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(0x6f72646572666c6f)); err != nil {
-		t.Fatal(err)
-	}
-	held.Release()
-
 	// Four at once: whichever leads prunes; the others wait for the next pass.
+	// They are ready before the lock goes, so that a worker of the shared stack
+	// has the least time to lead first.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	leaders := 0
@@ -132,6 +132,10 @@ func TestAPassPrunesEveryTableAndOneProcessLeads(t *testing.T) {
 		others[i], ms[i] = pruner(t, rules)
 	}
 	others[0], ms[0] = p, m
+	if _, err := held.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(0x6f72646572666c6f)); err != nil {
+		t.Fatal(err)
+	}
+	release()
 	for _, q := range others {
 		wg.Go(func() {
 			rep, err := q.Pass(ctx)
