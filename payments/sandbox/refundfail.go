@@ -38,6 +38,8 @@ func (s *Server) failRefund(id string) {
 		return
 	default:
 	}
+	s.failing.Add(1) // under s.mu, before Close can wait: it closes first
+	defer s.failing.Done()
 	var re *Refund
 	for _, r := range s.refunds {
 		if r.ID == id && !r.failAt.IsZero() {

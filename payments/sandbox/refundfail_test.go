@@ -3,8 +3,11 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +120,27 @@ func TestRefundStillToFailSurvivesARestart(t *testing.T) {
 	stop()
 	sim, c, _ := open(t, path, o)
 	failed(t, sim, c, pi, re)
+}
+
+// A refund's failure that fired before Close saves the state before Close
+// returns: after it nothing writes the file, which a restart's next sandbox
+// reads (and a test's TempDir removes). Each round fails a refund within a
+// millisecond of the close.
+func TestCloseWaitsForAFailureSavingTheState(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 40 {
+		path := filepath.Join(dir, fmt.Sprintf("state-%d.json", i))
+		_, c, stop := open(t, path, sandbox.Options{RefundFailAfter: time.Millisecond})
+		refundOnCard(t, c, "pm_card_sandbox_refundFailPending", "ord_closing")
+		stop()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".tmp") {
+				t.Fatalf("round %d: %s is being written after Close returned", i, e.Name())
+			}
+		}
+	}
 }

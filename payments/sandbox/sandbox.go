@@ -116,8 +116,10 @@ type Server struct {
 	// raised since the last commit, not yet started.
 	deliveries map[string]*delivery
 	outbox     []*delivery
-	// failures are the timers of refunds that are to fail.
+	// failures are the timers of refunds that are to fail; failing counts
+	// those that fired and may still be saving the state, which Close waits for.
 	failures []*time.Timer
+	failing  sync.WaitGroup
 	// store keeps the state in a file (nil: in memory only); version numbers
 	// its snapshots.
 	store   *store

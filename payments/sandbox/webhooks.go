@@ -81,10 +81,13 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closed)
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		for _, t := range s.failures {
 			t.Stop()
 		}
+		s.mu.Unlock()
+		// A failure that fired before the close writes the state still: once
+		// Close returns, nothing writes it.
+		s.failing.Wait()
 	})
 }
 
