@@ -21,8 +21,8 @@ import (
 // worker polls yet; then the API's starter starts one more of the tenant's, one
 // a caller waits for. When a worker comes, matching hands out that workflow's
 // first task before the backlog's, though it came last. Before, the API's starts
-// had the events' priority, and it ran after all of the backlog (the task queue's
-// four partitions drained side by side: 64th and 74th of 101 in two runs).
+// had the events' priority, and it ran behind most of the backlog (64th and 74th
+// of 101 in two runs: the queue's four partitions drain side by side).
 func TestAWorkflowACallerWaitsForGoesBeforeATopicsBacklog(t *testing.T) {
 	t.Parallel()
 	const backlog = 100
